@@ -1,0 +1,223 @@
+"""Plain result records of the analyses. Analyses return data; renderers present it.
+
+All times are seconds, throughputs samples/s, fractions in [0, 1] unless a name says otherwise.
+Per-rank and per-step tables are pandas DataFrames whose columns are documented on each field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from xpuperf.findings import Finding
+
+
+@dataclass
+class WarmupResult:
+    """Warm-up detection.
+
+    Attributes:
+        steps: number of leading steps excluded (per step number, the same for every rank).
+        first_steady_step: the first step number kept, or None if nothing is kept.
+        method: ``"auto"`` (detected) or ``"user"`` (``--warmup N``).
+        threshold_s: step time above which a leading step counted as warm-up (auto only).
+    """
+
+    steps: int
+    first_steady_step: int | None
+    method: str
+    threshold_s: float | None = None
+
+
+@dataclass
+class ChangePoint:
+    """A lasting shift of the job's step time.
+
+    Attributes:
+        step: first step number of the new level.
+        before_s: median step time before, seconds.
+        after_s: median step time after, seconds.
+        change: (after − before) / before; positive = slower.
+        p_value: Mann–Whitney U two-sided p-value of before vs after.
+    """
+
+    step: int
+    before_s: float
+    after_s: float
+    change: float
+    p_value: float
+
+
+@dataclass
+class JitterResult:
+    """Steadiness of the job's step time and FPS over the steady (post-warm-up) steps.
+
+    Attributes:
+        n_steps: steps used.
+        cv: coefficient of variation (std / mean) of the job step time.
+        fps_cv: coefficient of variation of job FPS (samples/s), or None if samples unknown.
+        p50_s, p90_s, p99_s: step-time percentiles, seconds.
+        p99_over_p50: p99 / p50 of step time.
+        spike_steps: step numbers with step time > spike_threshold_s.
+        spike_threshold_s: median + k·MAD (scaled) threshold, seconds.
+        spike_cost_fraction: Σ(spike step time − median) / Σ step time.
+        period_steps: period of recurring spikes in steps, or None.
+        period_phase: step number of the first periodic spike, or None.
+        change_points: lasting level shifts, in step order.
+    """
+
+    n_steps: int
+    cv: float
+    fps_cv: float | None
+    p50_s: float
+    p90_s: float
+    p99_s: float
+    p99_over_p50: float
+    spike_steps: list[int]
+    spike_threshold_s: float
+    spike_cost_fraction: float
+    period_steps: int | None = None
+    period_phase: int | None = None
+    change_points: list[ChangePoint] = field(default_factory=list)
+
+
+@dataclass
+class Straggler:
+    """One straggler finding (the JSON contract ``stragglers[]``).
+
+    Attributes:
+        kind: ``"deterministic"`` (same rank/node always slow) or ``"random"`` (slowest rank
+            changes step to step).
+        rank: global rank; None for a node-level or random entry.
+        node: node name; None when unknown or random.
+        ranks: ranks covered (one for a rank entry, the node's ranks for a node entry, empty for
+            random).
+        slowdown: fractional slowdown of work vs the median rank (0.25 = 25 % slower); for random,
+            mean over steps of (max − median) / median of per-rank work.
+        slowdown_ci: 95 % bootstrap interval of ``slowdown`` (deterministic only).
+        slowdown_vs_best: slowdown vs the fastest rank's median work.
+        p_value: one-sided Wilcoxon signed-rank p-value that the rank's per-step work ratio to the
+            step median exceeds 1 (deterministic only).
+        cost_fraction: fraction of potential throughput lost: 1 − T_what-if / T, with T_what-if the
+            step time if the straggler worked at the median pace.
+        slow_phase: phase that carries most of the excess (``compute_s``, ``data_s``, ``other_s``),
+            or None when unknown.
+        n_steps: steps the verdict rests on.
+    """
+
+    kind: str
+    rank: int | None
+    node: str | None
+    ranks: list[int]
+    slowdown: float
+    cost_fraction: float
+    n_steps: int
+    slowdown_ci: tuple[float, float] | None = None
+    slowdown_vs_best: float | None = None
+    p_value: float | None = None
+    slow_phase: str | None = None
+
+
+@dataclass
+class StragglerResult:
+    """Straggler analysis over the steady steps.
+
+    Attributes:
+        work_source: what per-rank work was measured from (see :func:`xpuperf.steps.work_series`).
+        threshold: slowdown threshold for a deterministic straggler (fraction).
+        stragglers: the findings; empty means "no straggler".
+        per_rank: DataFrame, one row per rank: ``rank, node, median_work_s, score`` (reference
+            median / rank median; reference = median rank), ``score_vs_best``, ``slowdown``,
+            ``slowest_share`` (fraction of steps this rank was slowest), ``median_comm_s`` (NaN
+            when unknown).
+        sync_cost_s: mean over steps of (max − median) over ranks of work, seconds.
+        sync_cost_fraction: ``sync_cost_s`` / mean step time.
+        n_steps: steps used (present on every rank).
+    """
+
+    work_source: str
+    threshold: float
+    stragglers: list[Straggler]
+    per_rank: pd.DataFrame
+    sync_cost_s: float
+    sync_cost_fraction: float
+    n_steps: int
+
+
+@dataclass
+class BreakdownResult:
+    """Compute vs non-compute decomposition and speedup.
+
+    Attributes:
+        source: ``"phases"`` (from phase columns), ``"baseline"`` (compute = single-card step
+            time), or ``"none"`` (fractions unknown).
+        compute_fraction, comm_fraction, data_fraction, other_fraction: shares of total step time
+            (None when ``source == "none"``).
+        per_rank: DataFrame ``rank, node, step_time_s, compute_s, comm_s, data_s, other_s``
+            (medians, seconds), or None without phases.
+        speedup: distributed per-card throughput / single-card throughput, or None without a
+            baseline.
+        baseline_step_time_s: median step time of the single-card baseline, seconds.
+        baseline_throughput_samples_per_s: single-card throughput, or None if samples unknown.
+    """
+
+    source: str
+    compute_fraction: float | None
+    comm_fraction: float | None
+    data_fraction: float | None
+    other_fraction: float | None
+    per_rank: pd.DataFrame | None = None
+    speedup: float | None = None
+    baseline_step_time_s: float | None = None
+    baseline_throughput_samples_per_s: float | None = None
+
+
+@dataclass
+class Summary:
+    """Headline numbers of a run (post-warm-up).
+
+    Attributes:
+        ranks, nodes: counts (nodes None if unknown).
+        steps: steady steps analysed (distinct step numbers).
+        warmup_steps: leading steps excluded.
+        step_time_s: ``{"median", "mean", "p90", "p99"}`` of the job step time, seconds.
+        throughput_samples_per_s: job throughput (Σ samples over ranks / job step time, median
+            over steps), None when samples are unknown.
+        throughput_per_card_samples_per_s: the same divided by the rank count.
+    """
+
+    ranks: int
+    nodes: int | None
+    steps: int
+    warmup_steps: int
+    step_time_s: dict[str, float]
+    throughput_samples_per_s: float | None
+    throughput_per_card_samples_per_s: float | None
+
+
+@dataclass
+class AnalyzeResult:
+    """Everything ``xpuperf analyze`` found; renderers take this and nothing else.
+
+    Attributes:
+        sources: input paths read.
+        summary, warmup, jitter, stragglers, breakdown: the analyses.
+        findings: all findings, most severe first.
+        job_steps: DataFrame per steady step: ``step, step_time_s, fps`` (job FPS, NaN if samples
+            unknown), ``spike`` (bool).
+        rank_steps: DataFrame per (rank, step), all steps incl. warm-up: ``rank, step,
+            step_time_s, work_s, warmup`` (bool) — for figures.
+        read_warnings: reader warnings (rows skipped and why).
+    """
+
+    sources: list[str]
+    summary: Summary
+    warmup: WarmupResult
+    jitter: JitterResult | None
+    stragglers: StragglerResult | None
+    breakdown: BreakdownResult
+    findings: list[Finding]
+    job_steps: pd.DataFrame
+    rank_steps: pd.DataFrame
+    read_warnings: list[str] = field(default_factory=list)

@@ -1,0 +1,61 @@
+"""The one error hierarchy of xpuperf.
+
+Every error a user can cause is an :class:`XpuperfError` subclass carrying its exit code; the CLI's
+``main()`` is the only place that catches them and prints one line to stderr (style.md rule 1).
+
+Exit codes: 0 ran fine, 1 a gate the user asked for failed, 2 usage or input error,
+3 internal error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_GATE_FAILED = 1
+EXIT_INPUT = 2
+EXIT_INTERNAL = 3
+
+
+class XpuperfError(Exception):
+    """Base class of all xpuperf errors; ``exit_code`` is what the CLI exits with."""
+
+    exit_code = EXIT_INTERNAL
+
+
+class InputError(XpuperfError):
+    """Bad input: a file that cannot be read, a malformed log, an unusable column layout.
+
+    The message is one line: what is wrong, where (``file:line`` when known), what to do.
+
+    Args:
+        message: what is wrong and what to do.
+        path: the offending file, if any.
+        line: 1-based line number in ``path``, if known.
+    """
+
+    exit_code = EXIT_INPUT
+
+    def __init__(self, message: str, path: str | Path | None = None, line: int | None = None):
+        self.message = message
+        self.path = str(path) if path is not None else None
+        self.line = line
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}:{self.line}: " if self.line is not None else f"{self.path}: "
+        return f"{where}{self.message}"
+
+
+class UsageError(XpuperfError):
+    """Bad options or arguments (exit code 2)."""
+
+    exit_code = EXIT_INPUT
+
+
+class GateFailed(XpuperfError):
+    """A gate the user asked for (``--fail-on``) failed (exit code 1)."""
+
+    exit_code = EXIT_GATE_FAILED

@@ -1,0 +1,87 @@
+"""Stable finding codes and the :class:`Finding` record every analysis emits.
+
+Codes never change meaning once released (style.md rule 10):
+
+- ``XP1xx`` stragglers, ``XP2xx`` jitter, ``XP3xx`` decomposition / speedup,
+  ``XP4xx`` data quality.
+
+Every message states the value, the threshold and the remedy (style.md rule 9).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Severity(str, Enum):
+    """How much a finding matters; ordered info < warning < error."""
+
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+    @property
+    def rank(self) -> int:
+        return {"info": 0, "warning": 1, "error": 2}[self.value]
+
+
+# code -> short title. The title is for tables and docs; the message carries the numbers.
+CODES: dict[str, str] = {
+    "XP101": "deterministic straggler rank",
+    "XP102": "deterministic straggler node",
+    "XP103": "random stragglers (slowest rank changes step to step)",
+    "XP104": "no straggler",
+    "XP105": "straggler signal weak: no per-rank work columns",
+    "XP201": "FPS jitter above threshold",
+    "XP202": "heavy step-time tail (p99/p50)",
+    "XP203": "step-time spikes",
+    "XP204": "periodic spikes",
+    "XP205": "throughput change point",
+    "XP206": "flat FPS line (healthy)",
+    "XP301": "communication exposed",
+    "XP302": "input (data loading) stall",
+    "XP303": "host / other overhead",
+    "XP304": "speedup below target",
+    "XP305": "per-card batch differs from baseline",
+    "XP401": "rows skipped while reading",
+    "XP402": "missing ranks",
+    "XP403": "ranks with missing steps",
+    "XP404": "warm-up steps excluded",
+    "XP405": "too few steps for a confident verdict",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One diagnosis: a stable code, a severity and a one-line message with value, threshold, remedy.
+
+    Attributes:
+        code: stable code from :data:`CODES`.
+        severity: :class:`Severity`.
+        message: value, threshold and remedy in one sentence or two.
+        data: machine-readable details (JSON-serialisable) for renderers and CI.
+    """
+
+    code: str
+    severity: Severity
+    message: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.code not in CODES:
+            raise ValueError(f"unknown finding code {self.code!r}")
+
+    @property
+    def title(self) -> str:
+        return CODES[self.code]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity.value,
+            "title": self.title,
+            "message": self.message,
+            "data": self.data,
+        }
