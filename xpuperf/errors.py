@@ -55,7 +55,7 @@ class UsageError(XpuperfError):
     exit_code = EXIT_INPUT
 
 
-class GateFailed(XpuperfError):
+class GateFailedError(XpuperfError):
     """A gate the user asked for (``--fail-on``) failed (exit code 1)."""
 
     exit_code = EXIT_GATE_FAILED

@@ -55,7 +55,7 @@ CODES: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Finding:
-    """One diagnosis: a stable code, a severity and a one-line message with value, threshold, remedy.
+    """One diagnosis: stable code, severity, one-line message with value, threshold and remedy.
 
     Attributes:
         code: stable code from :data:`CODES`.

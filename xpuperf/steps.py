@@ -52,7 +52,7 @@ DTYPES: dict[str, str] = {
     "t_end_s": "float64",
     "samples": "float64",
     "node": "string",
-    **{p: "float64" for p in PHASES},
+    **dict.fromkeys(PHASES, "float64"),
 }
 
 
