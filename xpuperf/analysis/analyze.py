@@ -1,0 +1,179 @@
+"""``analyze()``: the canonical step table in, one :class:`AnalyzeResult` out.
+
+Order: job series → warm-up → jitter (job level) → stragglers (per rank) → decomposition and
+speedup → data-quality findings. Each step is a function of its own module; this one only wires
+them and builds the summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from xpuperf import steps as st
+from xpuperf.analysis.breakdown import decompose
+from xpuperf.analysis.jitter import analyze_jitter
+from xpuperf.analysis.results import AnalyzeResult, Summary, WarmupResult
+from xpuperf.analysis.series import job_steps
+from xpuperf.analysis.stragglers import find_stragglers
+from xpuperf.analysis.warmup import detect_warmup, split_warmup
+from xpuperf.findings import Finding, Severity
+
+
+def analyze(
+    table: pd.DataFrame,
+    *,
+    baseline: pd.DataFrame | None = None,
+    warmup: int | None = None,
+    straggler_threshold: float = 0.05,
+    speedup_target: float = 0.9,
+    sources: Sequence[str] = (),
+    read_warnings: Sequence[str] = (),
+) -> AnalyzeResult:
+    """Analyse one run.
+
+    Args:
+        table: canonical step table of the distributed run (:mod:`xpuperf.steps`).
+        baseline: canonical step table of a single-card run at the same per-card batch, or None.
+            Its warm-up is detected the same way and excluded.
+        warmup: leading steps to exclude; None detects them.
+        straggler_threshold: slowdown (fraction) above which a rank is a straggler.
+        speedup_target: speedup below which XP304 fires.
+        sources, read_warnings: passed through from the reader for the report.
+
+    Returns:
+        :class:`AnalyzeResult`; findings sorted most severe first.
+
+    Raises:
+        InputError: the table violates the contract, or the baseline has more than one rank.
+    """
+    table = st.validate(table, source="step table")
+    findings: list[Finding] = []
+
+    job = job_steps(table)
+    warm = detect_warmup(job, warmup)
+    steady = split_warmup(table, warm)
+    steady_job = job[job["step"] >= warm.first_steady_step] if warm.first_steady_step else job
+    if warm.steps > 0:
+        findings.append(_warmup_finding(warm, job))
+
+    jitter, f = analyze_jitter(steady_job.reset_index(drop=True))
+    findings += f
+    stragglers, f = find_stragglers(steady, threshold=straggler_threshold)
+    findings += f
+
+    base_steady = None
+    if baseline is not None:
+        baseline = st.validate(baseline, source="baseline")
+        bw = detect_warmup(job_steps(baseline), None)
+        base_steady = split_warmup(baseline, bw)
+    breakdown, f = decompose(steady, base_steady, speedup_target=speedup_target)
+    findings += f
+    findings += _quality_findings(table, read_warnings)
+
+    spikes = set(jitter.spike_steps) if jitter else set()
+    job_out = steady_job[["step", "step_time_s", "fps"]].reset_index(drop=True)
+    job_out["spike"] = job_out["step"].isin(spikes)
+    work, _ = st.work_series(table)
+    rank_steps = pd.DataFrame(
+        {
+            "rank": table["rank"],
+            "step": table["step"],
+            "step_time_s": table["step_time_s"],
+            "work_s": work,
+            "warmup": table["step"] < (warm.first_steady_step or table["step"].min()),
+        }
+    )
+    findings.sort(key=lambda x: -x.severity.rank)
+    return AnalyzeResult(
+        sources=list(sources),
+        summary=_summary(table, steady_job, warm),
+        warmup=warm,
+        jitter=jitter,
+        stragglers=stragglers,
+        breakdown=breakdown,
+        findings=findings,
+        job_steps=job_out,
+        rank_steps=rank_steps,
+        read_warnings=list(read_warnings),
+    )
+
+
+def _summary(table: pd.DataFrame, steady_job: pd.DataFrame, warm: WarmupResult) -> Summary:
+    t = steady_job["step_time_s"].to_numpy()
+    fps = steady_job["fps"].to_numpy()
+    ranks = int(table["rank"].nunique())
+    nodes = int(table["node"].nunique()) if "node" in table.columns else None
+    thr = float(np.median(fps)) if np.isfinite(fps).all() and len(fps) else None
+    return Summary(
+        ranks=ranks,
+        nodes=nodes,
+        steps=len(steady_job),
+        warmup_steps=warm.steps,
+        step_time_s={
+            "median": float(np.median(t)),
+            "mean": float(np.mean(t)),
+            "p90": float(np.percentile(t, 90)),
+            "p99": float(np.percentile(t, 99)),
+        },
+        throughput_samples_per_s=thr,
+        throughput_per_card_samples_per_s=thr / ranks if thr is not None else None,
+    )
+
+
+def _warmup_finding(warm: WarmupResult, job: pd.DataFrame) -> Finding:
+    how = "detected" if warm.method == "auto" else "set by --warmup"
+    first = job["step_time_s"].iloc[0]
+    steady = job["step_time_s"].iloc[warm.steps :].median()
+    return Finding(
+        "XP404",
+        Severity.INFO,
+        f"{warm.steps} warm-up step(s) excluded ({how}): first step {first:.3f} s vs steady "
+        f"median {steady:.3f} s"
+        + (f" (threshold {warm.threshold_s:.3f} s)" if warm.threshold_s else "")
+        + "; override with --warmup N.",
+        {"steps": warm.steps, "method": warm.method},
+    )
+
+
+def _quality_findings(table: pd.DataFrame, read_warnings: Sequence[str]) -> list[Finding]:
+    out: list[Finding] = []
+    if read_warnings:
+        out.append(
+            Finding(
+                "XP401",
+                Severity.WARNING,
+                f"{len(read_warnings)} reader warning(s): rows were skipped (see warnings); "
+                "the analysis uses the rows that were good.",
+                {"warnings": list(read_warnings)},
+            )
+        )
+    ranks = np.sort(table["rank"].unique())
+    missing = sorted(set(range(int(ranks.max()) + 1)) - set(ranks.tolist()))
+    if missing:
+        shown = ", ".join(map(str, missing[:10])) + (" …" if len(missing) > 10 else "")
+        out.append(
+            Finding(
+                "XP402",
+                Severity.WARNING,
+                f"{len(missing)} rank(s) missing between 0 and {int(ranks.max())}: {shown}; "
+                "results cover only the ranks present — add the missing ranks' logs.",
+                {"missing_ranks": missing},
+            )
+        )
+    per_rank = table.groupby("rank")["step"].nunique()
+    short = per_rank[per_rank < per_rank.max()]
+    if len(short):
+        out.append(
+            Finding(
+                "XP403",
+                Severity.WARNING,
+                f"{len(short)} rank(s) have fewer steps than the longest ({int(per_rank.max())}): "
+                f"e.g. rank {int(short.index[0])} has {int(short.iloc[0])}; straggler analysis "
+                "uses only steps present on every rank — check for truncated logs.",
+                {"ranks": [int(r) for r in short.index[:100]]},
+            )
+        )
+    return out

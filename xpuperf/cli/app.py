@@ -1,0 +1,78 @@
+"""The ``xpuperf`` command: the typer app and ``main()``, the one place errors become exit codes.
+
+Exit codes: 0 ran fine, 1 a gate the user asked for failed, 2 usage or input error,
+3 internal error (traceback only with ``--debug``).
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import click
+import typer
+
+from xpuperf import __version__
+from xpuperf.cli import analyze as analyze_cmd
+from xpuperf.errors import EXIT_INPUT, EXIT_INTERNAL, XpuperfError
+
+app = typer.Typer(
+    name="xpuperf",
+    help="Performance diagnosis for data-parallel training clusters.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"xpuperf {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Performance diagnosis for data-parallel training clusters."""
+
+
+app.command("analyze")(analyze_cmd.analyze)
+
+
+def _err(msg: str) -> None:
+    print(f"xpuperf: {msg}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI and exit with the documented exit code."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    debug = "--debug" in args
+    try:
+        rv = app(args=args, prog_name="xpuperf", standalone_mode=False)
+        code = rv if isinstance(rv, int) else 0
+    except click.exceptions.Abort:
+        _err("interrupted")
+        code = 130
+    except click.ClickException as e:
+        e.show()
+        code = EXIT_INPUT
+    except XpuperfError as e:
+        _err(f"error: {e}")
+        code = e.exit_code
+    except KeyboardInterrupt:
+        _err("interrupted")
+        code = 130
+    except Exception as e:
+        if debug:
+            traceback.print_exc()
+        _err(
+            f"internal error: {type(e).__name__}: {e}. This is a bug in xpuperf — please report "
+            "it with the command line" + ("" if debug else "; rerun with --debug for a traceback")
+        )
+        code = EXIT_INTERNAL
+    sys.exit(code)

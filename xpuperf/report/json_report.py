@@ -1,0 +1,94 @@
+"""JSON renderer: :class:`AnalyzeResult` → a versioned, JSON-serialisable dict.
+
+Schema ``xpuperf.analyze/1``. Keys CI jobs may rely on (a contract; additions only within /1):
+``summary.ranks``, ``summary.steps``, ``summary.warmup_steps``,
+``summary.step_time_s.{median,p99}``,
+``summary.throughput_samples_per_s`` (null when samples are unknown), ``jitter.cv``,
+``jitter.p99_over_p50``, ``stragglers[]`` (``rank``, ``node``, ``kind``, ``slowdown``,
+``cost_fraction``), ``breakdown.{compute,comm,data,other}_fraction``, ``breakdown.source``,
+``breakdown.speedup`` (null without a baseline), ``findings[]`` (``code``, ``severity``,
+``message``). NaN and infinities become null.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from xpuperf import __version__
+from xpuperf.analysis.results import AnalyzeResult
+
+SCHEMA = "xpuperf.analyze/1"
+
+
+def _clean(x: Any) -> Any:
+    """Recursively turn numpy/pandas scalars into plain Python, NaN/inf into None."""
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    if isinstance(x, pd.DataFrame):
+        return [_clean(r) for r in x.to_dict(orient="records")]
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return _clean({f.name: getattr(x, f.name) for f in dataclasses.fields(x)})
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        v = float(x)
+        return v if math.isfinite(v) else None
+    if x is pd.NA or x is None:
+        return None
+    return x if isinstance(x, str) else str(x)
+
+
+def to_dict(result: AnalyzeResult) -> dict[str, Any]:
+    """The ``xpuperf.analyze/1`` document of one analysis."""
+    s = result.stragglers
+    b = result.breakdown
+    doc: dict[str, Any] = {
+        "schema": SCHEMA,
+        "xpuperf_version": __version__,
+        "sources": result.sources,
+        "summary": result.summary,
+        "warmup": result.warmup,
+        "jitter": result.jitter,
+        "stragglers": s.stragglers if s else [],
+        "straggler_analysis": (
+            {
+                "work_source": s.work_source,
+                "threshold": s.threshold,
+                "n_steps": s.n_steps,
+                "sync_cost_s": s.sync_cost_s,
+                "sync_cost_fraction": s.sync_cost_fraction,
+                "per_rank": s.per_rank,
+            }
+            if s
+            else None
+        ),
+        "breakdown": {
+            "source": b.source,
+            "compute_fraction": b.compute_fraction,
+            "comm_fraction": b.comm_fraction,
+            "data_fraction": b.data_fraction,
+            "other_fraction": b.other_fraction,
+            "speedup": b.speedup,
+            "baseline_step_time_s": b.baseline_step_time_s,
+            "baseline_throughput_samples_per_s": b.baseline_throughput_samples_per_s,
+            "per_rank": b.per_rank if b.per_rank is not None else [],
+        },
+        "findings": [f.to_dict() for f in result.findings],
+        "warnings": result.read_warnings,
+    }
+    return _clean(doc)
+
+
+def render_json(result: AnalyzeResult) -> str:
+    """``to_dict`` serialised with 2-space indentation and a trailing newline."""
+    return json.dumps(to_dict(result), indent=2, allow_nan=False) + "\n"

@@ -1,0 +1,46 @@
+"""Writing outputs safely: never over an input file, atomically (temp file + rename)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from xpuperf.errors import UsageError
+
+
+def check_not_input(out: str | os.PathLike, inputs: Iterable[str | os.PathLike]) -> None:
+    """Raise :class:`UsageError` if ``out`` resolves to one of ``inputs`` (files or dirs)."""
+    target = Path(out).resolve()
+    for p in inputs:
+        src = Path(p).resolve()
+        if target == src or (src.is_dir() and src in target.parents and target.exists()):
+            raise UsageError(
+                f"refusing to write {out}: it is one of the inputs; choose another output path"
+            )
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same directory and a rename.
+
+    An interrupted run leaves either the old file or the new one, never a partial file.
+
+    Raises:
+        UsageError: the directory does not exist or is not writable.
+    """
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path()
+    if not parent.is_dir():
+        raise UsageError(f"cannot write {path}: directory {parent} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        Path(tmp).replace(target)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise UsageError(f"cannot write {path}: {e.strerror}") from None

@@ -1,0 +1,99 @@
+"""Terminal renderer: a short rich summary of an :class:`AnalyzeResult` (presentation only)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from xpuperf.analysis.results import AnalyzeResult
+
+_SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def _pct(x: float | None, digits: int = 1) -> str:
+    return "n/a" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def render_terminal(result: AnalyzeResult, console: Console) -> None:
+    """Print the summary, jitter, stragglers, breakdown and findings to ``console``."""
+    s = result.summary
+    nodes = f" on {s.nodes} node(s)" if s.nodes else ""
+    console.print(
+        f"[bold]xpuperf analyze[/] — {s.ranks} rank(s){nodes}, {s.steps} steady step(s) "
+        f"({s.warmup_steps} warm-up excluded)"
+    )
+    if result.sources:
+        more = f" (+{len(result.sources) - 3} more)" if len(result.sources) > 3 else ""
+        console.print("sources: " + escape(", ".join(result.sources[:3])) + more, style="dim")
+
+    head = Table.grid(padding=(0, 2))
+    head.add_column(style="bold")
+    head.add_column()
+    t = s.step_time_s
+    head.add_row(
+        "step time", f"median {t['median']:.4f} s   p90 {t['p90']:.4f} s   p99 {t['p99']:.4f} s"
+    )
+    if s.throughput_samples_per_s is not None:
+        head.add_row(
+            "throughput",
+            f"{s.throughput_samples_per_s:,.1f} samples/s "
+            f"({s.throughput_per_card_samples_per_s:,.1f} per card)",
+        )
+    else:
+        head.add_row("throughput", "unknown (no samples/batch size in the logs; --batch-size N)")
+    b = result.breakdown
+    if b.speedup is not None:
+        head.add_row(
+            "speedup",
+            f"{b.speedup:.3f} vs one card alone (baseline step {b.baseline_step_time_s:.4f} s)",
+        )
+    j = result.jitter
+    if j is not None:
+        extra = []
+        if j.spike_steps:
+            extra.append(f"{len(j.spike_steps)} spike(s)")
+        if j.period_steps:
+            extra.append(f"every {j.period_steps} steps")
+        if j.change_points:
+            extra.append(f"{len(j.change_points)} change point(s)")
+        fps = f"   FPS cv {j.fps_cv:.4f}" if j.fps_cv is not None else ""
+        head.add_row(
+            "jitter",
+            f"cv {j.cv:.4f}{fps}   p99/p50 {j.p99_over_p50:.3f}"
+            + (("   " + ", ".join(extra)) if extra else ""),
+        )
+    if b.source != "none":
+        head.add_row(
+            "breakdown",
+            f"compute {_pct(b.compute_fraction)} · comm {_pct(b.comm_fraction)} · "
+            f"data {_pct(b.data_fraction)} · other {_pct(b.other_fraction)}  [dim](from "
+            f"{b.source})[/]",
+        )
+    console.print(head)
+
+    sr = result.stragglers
+    if sr is not None and sr.stragglers:
+        tab = Table(title=f"Stragglers (work = {sr.work_source}, {sr.n_steps} steps)")
+        for col in ("kind", "rank", "node", "slowdown", "95% CI", "cost", "slow phase"):
+            tab.add_column(col)
+        for x in sr.stragglers:
+            ci = f"{_pct(x.slowdown_ci[0])}–{_pct(x.slowdown_ci[1])}" if x.slowdown_ci else ""
+            tab.add_row(
+                x.kind,
+                "" if x.rank is None else str(x.rank),
+                escape(x.node or ""),
+                _pct(x.slowdown),
+                ci,
+                _pct(x.cost_fraction),
+                x.slow_phase or "",
+            )
+        console.print(tab)
+    elif sr is not None:
+        console.print(f"stragglers: none (work = {sr.work_source}, {sr.n_steps} steps)")
+
+    if result.findings:
+        console.print("[bold]findings[/]")
+        for f in result.findings:
+            style = _SEV_STYLE.get(f.severity.value, "")
+            console.print(f"  [{style}]{f.severity.value:<7}[/] {f.code}  {escape(f.message)}")
