@@ -50,6 +50,14 @@ CODES: dict[str, str] = {
     "XP403": "ranks with missing steps",
     "XP404": "warm-up steps excluded",
     "XP405": "too few steps for a confident verdict",
+    "XP501": "card's NIC is on another socket (NUMA node)",
+    "XP502": "NIC shared by more than 2 cards",
+    "XP503": "cards without NUMA affinity",
+    "XP504": "non-uniform intra-node links",
+    "XP505": "uneven link groups",
+    "XP506": "rank order crosses nodes more than needed",
+    "XP507": "cards without an assigned NIC",
+    "XP508": "NIC speed unknown",
 }
 
 

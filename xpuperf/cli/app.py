@@ -14,6 +14,7 @@ import typer
 
 from xpuperf import __version__
 from xpuperf.cli import analyze as analyze_cmd
+from xpuperf.cli.topo import topo_app
 from xpuperf.errors import EXIT_INPUT, EXIT_INTERNAL, XpuperfError
 
 app = typer.Typer(
@@ -42,6 +43,7 @@ def _root(
 
 
 app.command("analyze")(analyze_cmd.analyze)
+app.add_typer(topo_app, name="topo")
 
 
 def _err(msg: str) -> None:
@@ -55,11 +57,16 @@ def main(argv: list[str] | None = None) -> None:
     try:
         rv = app(args=args, prog_name="xpuperf", standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, typer.Abort):
         _err("interrupted")
         code = 130
-    except click.ClickException as e:
-        e.show()
+    except (click.ClickException, typer.exceptions.TyperException) as e:
+        # usage errors (typer vendors its own click; both carry show())
+        show = getattr(e, "show", None)
+        if show is not None:
+            show()
+        else:
+            _err(f"error: {e}")
         code = EXIT_INPUT
     except XpuperfError as e:
         _err(f"error: {e}")

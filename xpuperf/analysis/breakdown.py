@@ -1,0 +1,237 @@
+"""Step-time decomposition (compute / comm / data / other) and speedup vs one card alone.
+
+Speedup has one honest definition (docs/background.md rule 2): per-card throughput with N cards
+divided by the throughput of ONE card running alone at the same per-card batch; equivalently
+T_compute / (T_compute + T_exposed_noncompute). The denominator is never a node.
+
+The share thresholds follow the retired PyTorch TensorBoard profiler's rules (data loader > 5 %
+of the step, communication > 10 %); the "other" (host overhead) threshold is 10 %.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from xpuperf import steps as st
+from xpuperf.analysis.results import BreakdownResult
+from xpuperf.errors import InputError
+from xpuperf.findings import Finding, Severity
+
+PHASE_COLUMNS = ("compute_s", "comm_s", "data_s", "other_s")
+LABELS = {"comm_s": "communication", "data_s": "data wait", "other_s": "host/other time"}
+
+
+def decompose(
+    df: pd.DataFrame,
+    baseline: pd.DataFrame | None = None,
+    *,
+    speedup_target: float = 0.9,
+    comm_threshold: float = 0.10,
+    data_threshold: float = 0.05,
+    other_threshold: float = 0.10,
+) -> tuple[BreakdownResult, list[Finding]]:
+    """Split step time into compute / comm / data / other and compute the speedup.
+
+    Args:
+        df: canonical step table (:mod:`xpuperf.steps`) of the steady steps of the distributed
+            run, one row per (rank, step), times in seconds.
+        baseline: canonical step table of the steady steps of ONE card running alone, or None.
+        speedup_target: XP304 fires when speedup < this (0.9 = 90 % of single-card throughput).
+        comm_threshold: XP301 when exposed communication > this share of step time (10 %).
+        data_threshold: XP302 when data wait > this share (5 %).
+        other_threshold: XP303 when host/other time > this share (10 %).
+
+    Returns:
+        ``(BreakdownResult, findings)``. Fractions are Σ phase / Σ step_time over all rows
+        (source ``"phases"``; a phase whose column is absent is None, and ``other`` is None without
+        ``compute_s`` since it would hold the compute). Without phases but with a baseline,
+        compute = baseline median step time and other = the rest of the distributed median step
+        time (source ``"baseline"``). Neither: source ``"none"``, fractions None.
+        speedup = (median samples per rank per step / median job step time) of the run over the
+        same of the baseline; when samples are unknown in either, baseline median step time /
+        run median step time (equal per-card batch assumed, said in XP304). Findings: XP301,
+        XP302, XP303 (share above threshold, with remedy), XP304 (speedup below target, with
+        the largest non-compute share to fix first), XP305 (per-card batch differs).
+
+    Raises:
+        InputError: ``df`` is empty or lacks required columns; ``baseline`` is empty or has
+            more than one rank (a speedup baseline is one card alone, never a node).
+    """
+    if df.empty or any(c not in df.columns for c in st.REQUIRED):
+        raise InputError("step table is empty or lacks rank, step, step_time_s")
+    if baseline is not None:
+        _check_baseline(baseline)
+    findings: list[Finding] = []
+    fr: dict[str, float | None] = dict.fromkeys(PHASE_COLUMNS)
+    per_rank = None
+    source = "none"
+    pf = st.phase_frame(df)
+    t_run = float(df.groupby("step")["step_time_s"].median().median())  # job step time, s
+    if pf is not None:
+        source = "phases"
+        total = float(df["step_time_s"].sum())
+        known = {c: c in df.columns and bool(df[c].notna().any()) for c in PHASE_COLUMNS}
+        known["other_s"] = known["compute_s"]
+        for c in PHASE_COLUMNS:
+            fr[c] = float(pf[c].sum()) / total if known[c] else None
+        per_rank = _per_rank(df, pf, [c for c in PHASE_COLUMNS if not known[c]])
+    elif baseline is not None:
+        source = "baseline"
+        t1 = float(baseline["step_time_s"].median())
+        fr["compute_s"] = min(t1 / t_run, 1.0)
+        fr["other_s"] = 1.0 - fr["compute_s"]
+
+    result = BreakdownResult(
+        source=source,
+        compute_fraction=fr["compute_s"],
+        comm_fraction=fr["comm_s"],
+        data_fraction=fr["data_s"],
+        other_fraction=fr["other_s"],
+        per_rank=per_rank,
+    )
+    findings += _share_findings(fr, source, comm_threshold, data_threshold, other_threshold)
+    if baseline is not None:
+        findings += _speedup(df, baseline, t_run, fr, result, speedup_target)
+    return result, findings
+
+
+def _check_baseline(baseline: pd.DataFrame) -> None:
+    if baseline.empty or any(c not in baseline.columns for c in st.REQUIRED):
+        raise InputError("baseline step table is empty or lacks rank, step, step_time_s")
+    n = int(baseline["rank"].nunique())
+    if n > 1:
+        raise InputError(
+            f"baseline has {n} ranks; a speedup baseline must be one card alone at the same "
+            "per-card batch — never a node"
+        )
+
+
+def _per_rank(df: pd.DataFrame, pf: pd.DataFrame, unknown: list[str]) -> pd.DataFrame:
+    """Per-rank medians: ``rank, node, step_time_s, compute_s, comm_s, data_s, other_s``.
+
+    Phases whose column is absent are NaN (not 0).
+    """
+    frame = pd.concat([df[["rank", "step_time_s"]], pf], axis=1)
+    out = frame.groupby("rank", sort=True).median()
+    out[unknown] = np.nan
+    if "node" in df.columns:
+        out.insert(0, "node", df.groupby("rank", sort=True)["node"].first())
+    else:
+        out.insert(0, "node", pd.array([pd.NA] * len(out), dtype="string"))
+    out = out.reset_index()
+    return out[["rank", "node", "step_time_s", *PHASE_COLUMNS]]
+
+
+def _median_samples(df: pd.DataFrame) -> float | None:
+    if "samples" not in df.columns or not df["samples"].notna().any():
+        return None
+    return float(df["samples"].median())
+
+
+def _speedup(
+    df: pd.DataFrame,
+    baseline: pd.DataFrame,
+    t_run: float,
+    fr: dict[str, float | None],
+    result: BreakdownResult,
+    target: float,
+) -> list[Finding]:
+    """Fill ``result.speedup`` and the baseline fields; return XP304 / XP305."""
+    out: list[Finding] = []
+    t1 = float(baseline["step_time_s"].median())
+    b1, bd = _median_samples(baseline), _median_samples(df)
+    result.baseline_step_time_s = t1
+    if b1 is not None and bd is not None:
+        thr1, thrd = b1 / t1, bd / t_run
+        result.baseline_throughput_samples_per_s = thr1
+        result.speedup = thrd / thr1
+        basis = f"per-card throughput {thrd:.1f} vs {thr1:.1f} samples/s on one card alone"
+        if not np.isclose(b1, bd, rtol=1e-6):
+            out.append(
+                Finding(
+                    "XP305",
+                    Severity.WARNING,
+                    f"per-card batch differs: {bd:g} samples per rank per step vs {b1:g} in the "
+                    f"single-card baseline (should be equal); the speedup "
+                    f"{result.speedup:.2f} is still the per-card throughput ratio, but not at "
+                    f"equal batch. Remedy: rerun the baseline on one card at batch {bd:g}.",
+                    {"batch_per_rank": bd, "baseline_batch": b1, "speedup": result.speedup},
+                )
+            )
+    else:
+        if b1 is not None:
+            result.baseline_throughput_samples_per_s = b1 / t1
+        result.speedup = t1 / t_run
+        basis = (
+            f"median step time {t_run:.3f} s vs {t1:.3f} s on one card alone; samples not logged, "
+            f"so equal per-card batch is assumed"
+        )
+    if result.speedup < target:
+        noncomp = {c: v for c, v in fr.items() if c != "compute_s" and v is not None}
+        if noncomp:
+            worst = max(noncomp, key=noncomp.__getitem__)
+            what = "non-compute time" if result.source == "baseline" else LABELS[worst]
+            first = f"fix first: {what}, {noncomp[worst]:.1%} of step time"
+        else:
+            worst, first = None, "log per-rank phase times (compute_s, comm_s, data_s) to see "
+            first += "where the time goes"
+        out.append(
+            Finding(
+                "XP304",
+                Severity.WARNING,
+                f"speedup {result.speedup:.2f} vs one card alone is below the target "
+                f"{target:.2f} ({basis}); {first}.",
+                {
+                    "speedup": result.speedup,
+                    "target": target,
+                    "largest_noncompute": worst,
+                    "equal_batch_assumed": b1 is None or bd is None,
+                },
+            )
+        )
+    return out
+
+
+def _share_findings(
+    fr: dict[str, float | None], source: str, comm_t: float, data_t: float, other_t: float
+) -> list[Finding]:
+    """XP301 / XP302 / XP303 when a non-compute share exceeds its threshold."""
+    out: list[Finding] = []
+    comm, data, other = fr["comm_s"], fr["data_s"], fr["other_s"]
+    if comm is not None and comm > comm_t:
+        msg = (
+            f"communication exposed: {comm:.1%} of step time is spent blocked in collectives "
+            f"(threshold {comm_t:.0%}; includes waiting for slower ranks, see XP1xx). Remedy: "
+            "overlap the allreduce with backward (gradient bucketing, tune the bucket size), "
+            "use a hierarchical (2D) ring or tree across nodes, check ring order and NICs per card."
+        )
+        out.append(Finding("XP301", Severity.WARNING, msg, {"value": comm, "threshold": comm_t}))
+    if data is not None and data > data_t:
+        msg = (
+            f"input stall: {data:.1%} of step time is spent waiting for data (threshold "
+            f"{data_t:.0%}). Remedy: more data-loader workers, pinned (page-locked) host memory, "
+            "prefetch a few batches ahead and overlap the host-to-card copy with compute; bind "
+            "loader workers to the card's NUMA node."
+        )
+        out.append(Finding("XP302", Severity.WARNING, msg, {"value": data, "threshold": data_t}))
+    if other is not None and other > other_t:
+        if source == "baseline":
+            what = "is non-compute (step time beyond the single-card step: comm, data, host)"
+            fix = "log per-rank compute_s, comm_s and data_s to split it"
+        else:
+            missing = [c for c in ("comm_s", "data_s") if fr[c] is None]
+            unlogged = (
+                f", incl. unlogged {' and '.join(LABELS[c] for c in missing)}" if missing else ""
+            )
+            what = f"is outside compute, comm and data (host overhead, launch gaps{unlogged})"
+            fix = f"log {' and '.join(missing)} per rank to split it out; " if missing else ""
+            fix += (
+                "check CPU affinity and NUMA binding of the training process, kernel-launch "
+                "overhead (CUDA graphs, fused kernels), logging or checkpointing on the step path "
+                "and GC pauses"
+            )
+        msg = f"{other:.1%} of step time {what} (threshold {other_t:.0%}). Remedy: {fix}."
+        data_ = {"value": other, "threshold": other_t, "source": source}
+        out.append(Finding("XP303", Severity.WARNING, msg, data_))
+    return out

@@ -1,0 +1,143 @@
+"""``xpuperf topo``: show and check a cluster topology (description file, preset or generic).
+
+Thin: resolve the cluster (:func:`xpuperf.topology.loader.load`, :func:`~xpuperf.topology.presets.
+preset` or :func:`~xpuperf.topology.presets.generic`), call the library, print. Errors are
+xpuperf exceptions, turned into exit codes by ``main()``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from xpuperf.errors import GateFailedError, UsageError
+from xpuperf.findings import Severity
+from xpuperf.report.output import check_not_input, write_text_atomic
+from xpuperf.topology import audit, presets
+from xpuperf.topology.loader import load
+from xpuperf.topology.model import Cluster
+from xpuperf.topology.schema import UnitError, parse_quantity
+from xpuperf.topology.view import describe, to_json_dict
+
+topo_app = typer.Typer(
+    help="Cluster topology: show a description, preset or generic cluster; audit it.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+FileArg = Annotated[
+    str | None, typer.Argument(help="Topology description (YAML or JSON, xpuperf.topology/1).")
+]
+PresetOpt = Annotated[
+    str | None,
+    typer.Option("--preset", help=f"Built-in node preset: {', '.join(presets.NODE_PRESETS)}."),
+]
+NodesOpt = Annotated[int | None, typer.Option(min=1, help="Number of nodes (preset/generic).")]
+CardsOpt = Annotated[
+    int | None, typer.Option("--cards-per-node", min=1, help="Generic cluster: cards per node.")
+]
+NicOpt = Annotated[
+    str | None, typer.Option("--nic", help='Generic cluster: NIC speed with unit, e.g. "200Gbps".')
+]
+NicsOpt = Annotated[int, typer.Option("--nics-per-node", min=1, help="Generic cluster: NICs.")]
+JsonOpt = Annotated[str | None, typer.Option("--json", help="Write JSON to PATH, or - for stdout.")]
+
+
+def resolve(
+    file: str | None,
+    preset: str | None,
+    nodes: int | None,
+    cards_per_node: int | None,
+    nic: str | None,
+    nics_per_node: int,
+) -> Cluster:
+    """The cluster named by exactly one of FILE, --preset or --cards-per-node."""
+    given = [x for x in (file, preset, cards_per_node) if x is not None]
+    if len(given) != 1:
+        raise UsageError("give one of FILE, --preset NAME or --cards-per-node N (generic)")
+    if file is not None:
+        if nodes is not None:
+            raise UsageError("--nodes applies to --preset and generic clusters, not to FILE")
+        return load(file)
+    if preset is not None:
+        if preset not in presets.NODE_PRESETS:
+            raise UsageError(f"unknown preset {preset!r}; known: {', '.join(presets.NODE_PRESETS)}")
+        return presets.preset(preset, nodes)
+    speed = None
+    if nic is not None:
+        try:
+            speed = parse_quantity(nic, "bandwidth") * 8.0
+        except UnitError as e:
+            raise UsageError(f"--nic: {e}") from None
+    return presets.generic(nodes or 1, cards_per_node or 1, speed, nics_per_node)
+
+
+def _emit_json(data: object, json_out: str, inputs: list[str]) -> None:
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    if json_out == "-":
+        sys.stdout.write(text)
+        return
+    check_not_input(json_out, [p for p in inputs if Path(p).exists()])
+    write_text_atomic(json_out, text)
+
+
+@topo_app.command("show")
+def show(
+    file: FileArg = None,
+    preset: PresetOpt = None,
+    nodes: NodesOpt = None,
+    cards_per_node: CardsOpt = None,
+    nic: NicOpt = None,
+    nics_per_node: NicsOpt = 1,
+    json_out: JsonOpt = None,
+) -> None:
+    """Print a picture of the cluster: per node, cards grouped by link kind, NUMA and NIC
+    affinity; or its JSON description (--json)."""
+    cluster = resolve(file, preset, nodes, cards_per_node, nic, nics_per_node)
+    if json_out:
+        _emit_json(to_json_dict(cluster), json_out, [file] if file else [])
+    if json_out != "-":
+        console = Console(highlight=False)
+        for line in describe(cluster):
+            console.print(line, markup=False, soft_wrap=True)
+
+
+@topo_app.command("check")
+def check(
+    file: FileArg = None,
+    preset: PresetOpt = None,
+    nodes: NodesOpt = None,
+    cards_per_node: CardsOpt = None,
+    nic: NicOpt = None,
+    nics_per_node: NicsOpt = 1,
+    json_out: JsonOpt = None,
+    fail_on: Annotated[
+        str | None,
+        typer.Option("--fail-on", help="Exit 1 if a finding is at least: warning|error."),
+    ] = None,
+) -> None:
+    """Audit the topology: NICs across the socket, shared NICs, missing NUMA affinity,
+    non-uniform or uneven links, rank order (codes XP5xx)."""
+    if fail_on not in (None, "warning", "error", "info"):
+        raise UsageError("--fail-on must be info, warning or error")
+    cluster = resolve(file, preset, nodes, cards_per_node, nic, nics_per_node)
+    findings = audit.check(cluster)
+    if json_out:
+        _emit_json({"findings": [f.to_dict() for f in findings]}, json_out, [file] if file else [])
+    if json_out != "-":
+        console = Console(highlight=False)
+        if not findings:
+            console.print("no topology findings", markup=False)
+        for f in findings:
+            console.print(f"{f.code} {f.severity.value}: {f.message}", markup=False, soft_wrap=True)
+    if fail_on is not None:
+        bar = Severity(fail_on).rank
+        bad = [f for f in findings if f.severity.rank >= bar]
+        if bad:
+            raise GateFailedError(f"{len(bad)} topology finding(s) at or above {fail_on}")
