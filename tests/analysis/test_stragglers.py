@@ -6,7 +6,6 @@ recomputed here with pandas pivots, independently of the implementation's numpy 
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 import pytest

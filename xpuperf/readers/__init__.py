@@ -1,0 +1,293 @@
+"""Readers: per-rank step-time logs → the canonical step table (:mod:`xpuperf.steps`).
+
+Use :func:`read_logs`. Formats live in a small registry (:data:`FORMATS`): each is a
+:class:`Format` with a name, extensions, a ``sniff(first_lines) -> bool`` test and a read function
+returning a :class:`~xpuperf.readers.base.RawTable`. A framework-specific text format is one module
+that builds a ``Format`` and calls :func:`register_format`.
+
+How a file's format is chosen: ``fmt`` when given; else the extension (``.gz`` stripped first);
+else, for ``.log``, ``.txt`` and unknown extensions, the first format whose ``sniff`` accepts the
+first lines (framework formats before the generic ones); a file starting with the Parquet magic
+bytes is Parquet. Column names, units and derivations: :mod:`xpuperf.readers.columns` and
+:mod:`xpuperf.readers.build`.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from xpuperf import steps
+from xpuperf.errors import InputError
+from xpuperf.readers import build
+from xpuperf.readers.base import (
+    BINARY_PROBE,
+    GZIP_MAGIC,
+    HEAD_BYTES,
+    PARQUET_MAGIC,
+    Format,
+    RawTable,
+    Source,
+)
+from xpuperf.readers.generic import GENERIC_FORMATS
+from xpuperf.readers.paths import Found, expand
+
+__all__ = [
+    "FORMATS",
+    "SNIFFED_EXTENSIONS",
+    "Format",
+    "RawTable",
+    "ReadResult",
+    "Source",
+    "get_format",
+    "read_logs",
+    "register_format",
+]
+
+FORMATS: list[Format] = list(GENERIC_FORMATS)
+"""Known formats in sniffing order: framework-specific ones first, then the generic ones."""
+SNIFFED_EXTENSIONS: tuple[str, ...] = (".log", ".txt", ".out")
+"""Extensions whose format is decided by content (``sniff``)."""
+
+
+@dataclass
+class ReadResult:
+    """What :func:`read_logs` returns.
+
+    Attributes:
+        table: the canonical step table (see :mod:`xpuperf.steps`), passed through
+            :func:`steps.coerce` and :func:`steps.validate`: sorted by (rank, step), every
+            ``step_time_s`` finite and > 0 seconds.
+        sources: the files actually read, in reading order.
+        warnings: one line each: where the first skipped row is (``file:line``), how many rows
+            were skipped and why; also files skipped while walking folders.
+        skipped_rows: total rows dropped.
+    """
+
+    table: pd.DataFrame
+    sources: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    skipped_rows: int = 0
+
+
+def register_format(fmt: Format) -> None:
+    """Add a format ahead of the generic ones (replacing one of the same name)."""
+    FORMATS[:] = [f for f in FORMATS if f.name != fmt.name]
+    generic = {f.name for f in GENERIC_FORMATS}
+    at = next((i for i, f in enumerate(FORMATS) if f.name in generic), len(FORMATS))
+    FORMATS.insert(at, fmt)
+
+
+def get_format(name: str) -> Format:
+    """The format called ``name`` (case-insensitive).
+
+    Raises:
+        InputError: unknown name; the message lists the known ones.
+    """
+    key = name.strip().lower()
+    for f in FORMATS:
+        if f.name == key:
+            return f
+    known = ", ".join(f.name for f in FORMATS)
+    raise InputError(f"unknown format {name!r}: known formats are {known}")
+
+
+def _wanted_extensions(fmt: Format | None) -> set[str]:
+    exts = set(SNIFFED_EXTENSIONS)
+    for f in [fmt] if fmt else FORMATS:
+        exts.update(f.extensions)
+    return exts
+
+
+def open_source(found: Found) -> Source:
+    """Open a file for reading: check it is a non-empty readable file, load its head.
+
+    Raises:
+        InputError: not a regular file, unreadable, empty, or a corrupt gzip stream.
+    """
+    path = found.path
+    name = str(path)
+    if not path.is_file():
+        raise InputError("not a regular file", name)
+    try:
+        with path.open("rb") as f:
+            magic = f.read(2)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", name) from exc
+    is_gz = magic == GZIP_MAGIC
+    try:
+        head = _gunzip_head(path) if is_gz else _plain_head(path)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(f"cannot read gzip data: {exc}", name) from exc
+    if not head:
+        raise InputError("file is empty: expected a header line and one row per step", name)
+    return Source(path, name, is_gz, head, found.hint)
+
+
+def _plain_head(path: Path) -> bytes:
+    with path.open("rb") as f:
+        return f.read(HEAD_BYTES)
+
+
+def _gunzip_head(path: Path) -> bytes:
+    """First HEAD_BYTES of decompressed data; a truncated stream yields what it holds."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    out = b""
+    with path.open("rb") as f:
+        while len(out) < HEAD_BYTES:
+            raw = f.read(65536)
+            if not raw:
+                break
+            out += d.decompress(raw, HEAD_BYTES - len(out))
+            if d.eof:
+                break
+    return out
+
+
+def _check_text(src: Source) -> None:
+    probe = src.head[:BINARY_PROBE]
+    if probe.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError("file is UTF-16 encoded: convert it to UTF-8", src.name)
+    if b"\x00" in probe:
+        known = ", ".join(f"{f.name} ({', '.join(f.extensions)})" for f in FORMATS)
+        raise InputError(
+            f"binary file (NUL bytes in the first {BINARY_PROBE} bytes), not a text log; "
+            f"expected one of: {known}",
+            src.name,
+        )
+    if not src.head.strip():
+        raise InputError("file has only blank lines: expected a header and rows", src.name)
+
+
+def choose_format(src: Source, found: Found, forced: Format | None) -> Format | None:
+    """The format of a file (see the module docstring); None when nothing recognises it."""
+    if forced is not None:
+        return forced
+    if src.head.startswith(PARQUET_MAGIC):
+        return get_format("parquet")
+    ext = src.suffix
+    for f in FORMATS:
+        if ext in f.extensions:
+            return f
+    if b"\x00" in src.head[:BINARY_PROBE]:
+        return None
+    lines = src.first_lines()
+    for f in FORMATS:
+        if not f.binary and f.sniff(lines):
+            return f
+    return None
+
+
+def _read_one(found: Found, forced: Format | None) -> tuple[Source, RawTable] | None:
+    src = open_source(found)
+    fmt = choose_format(src, found, forced)
+    if fmt is None and not found.explicit:
+        return None
+    if fmt is None or not fmt.binary:
+        _check_text(src)
+    if fmt is None:
+        names = ", ".join(f.name for f in FORMATS)
+        raise InputError(
+            "cannot tell the format: the extension is not known and the first lines look like "
+            f"none of {names}; rename the file or pass --format NAME",
+            src.name,
+        )
+    return src, fmt.read(src)
+
+
+def read_logs(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    fmt: str | None = None,
+    batch_size: float | None = None,
+) -> ReadResult:
+    """Read per-rank step-time logs into the canonical step table.
+
+    Args:
+        paths: files, folders (read recursively) or glob patterns; see
+            :mod:`xpuperf.readers.paths`.
+        fmt: force a format by name (``"csv"``, ``"tsv"``, ``"jsonl"``, ``"parquet"``, …);
+            default: by extension, then by content.
+        batch_size: samples per step of one rank; fills a missing ``samples`` column and turns a
+            throughput (samples/s) into a step time when the log has no samples column.
+
+    Returns:
+        :class:`ReadResult` with the table (columns and units per :mod:`xpuperf.steps`: one row
+        per (rank, step), ``rank`` int32, ``step`` int64, times float64 seconds), the files read,
+        one warning per file and reason for skipped rows, and the number of skipped rows.
+
+    Raises:
+        InputError: for every problem with the input (missing paths, unknown format, empty or
+            binary files, unusable columns, unknown ranks, two files for one rank, no usable row),
+            with the file and line when known. Nothing else escapes.
+    """
+    forced = get_format(fmt) if fmt else None
+    if batch_size is not None:
+        try:
+            batch_size = float(batch_size)
+        except (TypeError, ValueError):
+            batch_size = float("nan")
+        if not (batch_size > 0 and batch_size != float("inf")):
+            raise InputError(f"batch size must be a number > 0, got {batch_size}")
+    files = expand(paths, _wanted_extensions(forced))
+    warnings: list[str] = []
+    parts: list[build.Part] = []
+    for found in files:
+        got = _read_one(found, forced)
+        if got is None:
+            warnings.append(
+                f"{found.path}: skipped the file: its format is not recognised "
+                "(pass --format NAME to read it)"
+            )
+            continue
+        parts.append(build.prepare(*got, batch_size))
+    if not parts:
+        raise InputError("no readable log file among the inputs: " + "; ".join(warnings))
+    build.assign_ranks(parts)
+    frames = []
+    skipped = 0
+    for p in parts:
+        df, warns = build.finish(p)
+        warnings.extend(warns)
+        skipped += sum(d.count for d in p.raw.drops) + sum(n for _, n, _ in p.pending)
+        if df.empty and (p.pending or p.raw.drops):
+            warnings.append(f"{p.src.name}: no usable rows remain in this file")
+        frames.append(df)
+    if all(f.empty for f in frames):
+        raise _nothing_usable(parts, warnings)
+    table = pd.concat([f for f in frames if not f.empty], ignore_index=True)
+    for col in steps.OPTIONAL:
+        if col in table.columns and table[col].isna().all():
+            table = table.drop(columns=col)
+    table = steps.validate(steps.coerce(table), source="step table read from logs")
+    return ReadResult(table, [p.src.name for p in parts], warnings, skipped)
+
+
+def _nothing_usable(parts: list[build.Part], warnings: list[str]) -> InputError:
+    detail = "; first problem: " + warnings[0] if warnings else ""
+    advice = (
+        "expected rows with a step number and a step time > 0 (or what derives it); "
+        "fix the rows or check the column names"
+    )
+    if len(parts) == 1:
+        p = parts[0]
+        line = None
+        if p.raw.drops:
+            line = p.raw.drops[0].first
+        elif p.pending:
+            line = p.raw.locate([p.pending[0][2]]).get(p.pending[0][2])
+        if p.raw.unit != "line":
+            line = None
+        reasons = [d.reason for d in p.raw.drops] + [r for r, _, _ in p.pending]
+        first_reason = reasons[0] if reasons else "no rows"
+        return InputError(
+            f"no usable rows: every row was skipped (first: {first_reason}); {advice}",
+            p.src.name,
+            line,
+        )
+    return InputError(f"no usable rows in any of the {len(parts)} files{detail}; {advice}")
