@@ -18,7 +18,8 @@ from xpuperf.analysis.jitter import analyze_jitter
 from xpuperf.analysis.results import AnalyzeResult, Summary, WarmupResult
 from xpuperf.analysis.series import job_steps
 from xpuperf.analysis.stragglers import find_stragglers
-from xpuperf.analysis.warmup import detect_warmup, split_warmup
+from xpuperf.analysis.warmup import detect_warmup, split_warmup, warmup_finding
+from xpuperf.errors import UsageError
 from xpuperf.findings import Finding, Severity
 
 
@@ -54,10 +55,16 @@ def analyze(
 
     job = job_steps(table)
     warm = detect_warmup(job, warmup)
+    if warm.first_steady_step is None:
+        raise UsageError(
+            f"--warmup {warmup} excludes every step: the run has {len(job)} step(s); "
+            "use a smaller --warmup"
+        )
     steady = split_warmup(table, warm)
-    steady_job = job[job["step"] >= warm.first_steady_step] if warm.first_steady_step else job
-    if warm.steps > 0:
-        findings.append(_warmup_finding(warm, job))
+    steady_job = split_warmup(job, warm)
+    wf = warmup_finding(job, warm)
+    if wf is not None:
+        findings.append(wf)
 
     jitter, f = analyze_jitter(steady_job.reset_index(drop=True))
     findings += f
@@ -83,7 +90,7 @@ def analyze(
             "step": table["step"],
             "step_time_s": table["step_time_s"],
             "work_s": work,
-            "warmup": table["step"] < (warm.first_steady_step or table["step"].min()),
+            "warmup": table["step"] < warm.first_steady_step,
         }
     )
     findings.sort(key=lambda x: -x.severity.rank)
@@ -120,21 +127,6 @@ def _summary(table: pd.DataFrame, steady_job: pd.DataFrame, warm: WarmupResult) 
         },
         throughput_samples_per_s=thr,
         throughput_per_card_samples_per_s=thr / ranks if thr is not None else None,
-    )
-
-
-def _warmup_finding(warm: WarmupResult, job: pd.DataFrame) -> Finding:
-    how = "detected" if warm.method == "auto" else "set by --warmup"
-    first = job["step_time_s"].iloc[0]
-    steady = job["step_time_s"].iloc[warm.steps :].median()
-    return Finding(
-        "XP404",
-        Severity.INFO,
-        f"{warm.steps} warm-up step(s) excluded ({how}): first step {first:.3f} s vs steady "
-        f"median {steady:.3f} s"
-        + (f" (threshold {warm.threshold_s:.3f} s)" if warm.threshold_s else "")
-        + "; override with --warmup N.",
-        {"steps": warm.steps, "method": warm.method},
     )
 
 
