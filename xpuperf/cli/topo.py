@@ -1,8 +1,10 @@
-"""``xpuperf topo``: show and check a cluster topology (description file, preset or generic).
+"""``xpuperf topo``: import, show and check a cluster topology (description file, a tool's raw
+output, preset or generic).
 
-Thin: resolve the cluster (:func:`xpuperf.topology.loader.load`, :func:`~xpuperf.topology.presets.
-preset` or :func:`~xpuperf.topology.presets.generic`), call the library, print. Errors are
-xpuperf exceptions, turned into exit codes by ``main()``.
+Thin: resolve the cluster (:func:`xpuperf.topology.importers.load_any`,
+:func:`~xpuperf.topology.presets.preset` or :func:`~xpuperf.topology.presets.generic`), call the
+library, print. ``import`` writes what :func:`xpuperf.topology.importers.import_files` read as a
+description file. Errors are xpuperf exceptions, turned into exit codes by ``main()``.
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+import yaml
 from rich.console import Console
 
 from xpuperf.errors import GateFailedError, UsageError
 from xpuperf.findings import Severity
 from xpuperf.report.output import check_not_input, write_text_atomic
 from xpuperf.topology import audit, presets
-from xpuperf.topology.loader import load
+from xpuperf.topology.importers import import_files, load_any
 from xpuperf.topology.model import Cluster
 from xpuperf.topology.schema import UnitError, parse_quantity
 from xpuperf.topology.view import describe, to_json_dict
@@ -32,7 +35,11 @@ topo_app = typer.Typer(
 )
 
 FileArg = Annotated[
-    str | None, typer.Argument(help="Topology description (YAML or JSON, xpuperf.topology/1).")
+    str | None,
+    typer.Argument(
+        help="Topology description (YAML or JSON, xpuperf.topology/1), or a tool's output that "
+        "`xpuperf topo import` reads (e.g. nvidia-smi topo -m)."
+    ),
 ]
 PresetOpt = Annotated[
     str | None,
@@ -64,7 +71,7 @@ def resolve(
     if file is not None:
         if nodes is not None:
             raise UsageError("--nodes applies to --preset and generic clusters, not to FILE")
-        return load(file)
+        return load_any(file)
     if preset is not None:
         if preset not in presets.NODE_PRESETS:
             raise UsageError(f"unknown preset {preset!r}; known: {', '.join(presets.NODE_PRESETS)}")
@@ -141,3 +148,52 @@ def check(
         bad = [f for f in findings if f.severity.rank >= bar]
         if bad:
             raise GateFailedError(f"{len(bad)} topology finding(s) at or above {fail_on}")
+
+
+@topo_app.command("import")
+def import_(
+    files: Annotated[
+        list[str],
+        typer.Argument(
+            help="Tool outputs from the same hosts: nvidia-smi topo -m, numactl -H, lscpu, "
+            "npu-smi info, NCCL topology XML, rocm-smi --showtopo, HCCL rank table JSON."
+        ),
+    ],
+    output: Annotated[
+        str | None,
+        typer.Option("-o", "--output", help="Description file to write (.json: JSON, else YAML)."),
+    ] = None,
+) -> None:
+    """Read what the machine printed into a description file (stdout without -o); notes on what
+    was inferred go to stderr."""
+    if output is not None:
+        check_not_input(output, files)
+    result = import_files(files)
+    data = to_json_dict(result.cluster)
+    if output is not None and output.lower().endswith(".json"):
+        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    else:
+        head = "".join(f"#   {p}: {', '.join(f)}\n" for p, f in result.formats.items())
+        text = "# imported by xpuperf topo import from\n" + head
+        text += yaml.safe_dump(
+            _drop_nulls(data), sort_keys=False, allow_unicode=True, width=100,
+            default_flow_style=None,
+        )  # fmt: skip
+    err = Console(stderr=True, highlight=False)
+    for note in result.notes:
+        err.print(f"note: {note}", markup=False, soft_wrap=True)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    write_text_atomic(output, text)
+    c = result.cluster
+    err.print(f"wrote {output}: {len(c.nodes)} node(s), {len(c.slots)} cards", markup=False)
+
+
+def _drop_nulls(obj: object) -> object:
+    """The description without null values (absent and null mean the same to the loader)."""
+    if isinstance(obj, dict):
+        return {k: _drop_nulls(v) for k, v in obj.items() if v is not None}
+    if isinstance(obj, list):
+        return [_drop_nulls(v) for v in obj]
+    return obj

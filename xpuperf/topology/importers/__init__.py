@@ -1,0 +1,134 @@
+"""Importers: read what cluster tools print into a :class:`~xpuperf.topology.model.Cluster`.
+
+One module per source, each with ``sniff(text) -> bool`` and ``parse(text, source) -> Imported``
+(a partial description, :mod:`~xpuperf.topology.importers.base`):
+
+============== ======================================= =============================================
+name           tool (module)                           what it gives
+============== ======================================= =============================================
+nvidia-smi     ``nvidia-smi topo -m`` (nvsmi)          cards, NVLink counts, PCIe/SYS pairs, NICs,
+                                                       nearest NIC, CPU and NUMA affinity
+numactl        ``numactl -H`` / ``--hardware``         NUMA nodes: CPUs, memory, distances
+lscpu          ``lscpu`` (util-linux)                  NUMA nodes' CPUs, sockets, cores, threads
+npu-smi        ``npu-smi info`` (Ascend)               NPU chips (devices), model
+nccl-xml       NCCL topology XML (``NCCL_TOPO_FILE``,  cards, NICs with speeds, NUMA nodes and CPU
+               ``NCCL_TOPO_DUMP_FILE``) (ncclxml)      masks, PCIe switches and generation, NVLink
+rocm-smi       ``rocm-smi --showtopo`` (rocmsmi)       cards, XGMI/PCIe pairs, NUMA node per card
+hccl-ranktable Ascend HCCL rank table JSON (ranktable) servers, devices, device IPs, rank placement
+============== ======================================= =============================================
+
+:func:`import_topology` sniffs each file (one file may hold several outputs, e.g. ``lscpu`` and
+``npu-smi info`` in one ``collect_env`` dump), merges what the files say about the same host and
+validates the result as a description. Every problem is an :class:`~xpuperf.errors.InputError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from xpuperf.errors import InputError
+from xpuperf.topology.importers import (
+    lscpu,
+    ncclxml,
+    npusmi,
+    numactl,
+    nvsmi,
+    ranktable,
+    rocmsmi,
+)
+from xpuperf.topology.importers.assemble import to_cluster
+from xpuperf.topology.importers.base import Imported, merge
+from xpuperf.topology.model import Cluster
+
+IMPORTERS: dict[str, ModuleType] = {
+    m.NAME: m for m in (nvsmi, numactl, lscpu, npusmi, ncclxml, rocmsmi, ranktable)
+}
+"""Importer modules by name, in sniffing order."""
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """The imported cluster, the notes on what was inferred, and the formats found per file."""
+
+    cluster: Cluster
+    notes: list[str] = field(default_factory=list)
+    formats: dict[str, list[str]] = field(default_factory=dict)
+
+
+def detect(text: str) -> list[str]:
+    """Names of the importers whose ``sniff`` accepts ``text`` (empty: not a known format)."""
+    return [name for name, mod in IMPORTERS.items() if mod.sniff(text)]
+
+
+def read_text(path: str | Path) -> str:
+    """A file's text; InputError when it cannot be read or is not UTF-8 text."""
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot read topology file: {e.strerror or e}", p) from None
+    except UnicodeDecodeError:
+        raise InputError("not a UTF-8 text file", p) from None
+
+
+def parse_text(text: str, source: str = "<text>") -> Imported:
+    """Every importer that recognises ``text``, merged.
+
+    Raises:
+        InputError: no importer recognises the text (listing the formats), or parse errors.
+    """
+    names = detect(text)
+    if not names:
+        raise InputError(
+            "not a topology format xpuperf can import; expected one of: "
+            "nvidia-smi topo -m, numactl -H, lscpu, npu-smi info, NCCL topology XML, "
+            "rocm-smi --showtopo, HCCL rank table JSON",
+            source,
+        )
+    return merge([IMPORTERS[n].parse(text, source=source) for n in names])
+
+
+def import_files(paths: Iterable[str | Path]) -> ImportResult:
+    """Import and merge several files (see the module docstring)."""
+    parts, formats = [], {}
+    for p in paths:
+        imp = parse_text(read_text(p), str(p))
+        formats[str(p)] = imp.formats
+        parts.append(imp)
+    if not parts:
+        raise InputError("no files to import")
+    merged = merge(parts)
+    cluster = to_cluster(merged)
+    return ImportResult(cluster, merged.notes, formats)
+
+
+def import_topology(paths: Iterable[str | Path]) -> Cluster:
+    """The Cluster described by ``paths`` (any mix of the supported formats, same hosts)."""
+    return import_files(paths).cluster
+
+
+def load_any(path: str | Path) -> Cluster:
+    """A description file, or any single file an importer recognises (``topo show FILE``)."""
+    from xpuperf.topology.loader import load
+
+    p = Path(path)
+    if p.is_file():
+        text = read_text(p)
+        if "xpuperf.topology/" not in text and detect(text):
+            return import_topology([p])
+    return load(p)
+
+
+__all__ = [
+    "IMPORTERS",
+    "ImportResult",
+    "detect",
+    "import_files",
+    "import_topology",
+    "load_any",
+    "parse_text",
+    "read_text",
+]
