@@ -53,7 +53,7 @@ def test_help_lists_columns() -> None:
 @pytest.mark.parametrize(
     ("setup", "expect"),
     [
-        ("missing", "does not exist"),
+        ("missing", "no such file"),
         ("empty", "empty"),
         ("binary", "binary"),
     ],
