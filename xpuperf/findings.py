@@ -58,6 +58,11 @@ CODES: dict[str, str] = {
     "XP506": "rank order crosses nodes more than needed",
     "XP507": "cards without an assigned NIC",
     "XP508": "NIC speed unknown",
+    "XP601": "measured busbw far below what the topology allows",
+    "XP602": "calibrated model misses its held-out accuracy target",
+    "XP603": "nccl-tests reported wrong results",
+    "XP604": "latency floor not measured",
+    "XP605": "busbw still rising at the largest size",
 }
 
 

@@ -1,0 +1,135 @@
+"""``calibrate_files``: nccl-tests outputs (+ optional topology) → fitted model and findings.
+
+The result renders to two documents (:mod:`xpuperf.calibrate.render`):
+
+- ``xpuperf.calibrate/1`` JSON (``--json``): inputs, ``fits`` with per-size ``points``
+  (measured and leave-one-out predicted busbw), ``findings``, ``warnings``;
+- ``xpuperf.calibration/1`` YAML (``-o``): the calibrated constants the cost model reads — one
+  entry per (collective, ranks, nodes) and a per-level summary (``net`` for multi-node groups,
+  ``intra`` for single-node ones). It is a separate file, not a topology description: the
+  topology loader accepts only ``xpuperf.topology/1`` keys.
+
+Errors: :class:`~xpuperf.errors.InputError` from the reader (file:line), :class:`UsageError`
+for bad options or when no group has enough sizes to fit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from xpuperf.calibrate import checks
+from xpuperf.calibrate.fit import MAX_LINES, Fit, fit_frame
+from xpuperf.calibrate.nccltests import TableInfo, read_nccl_tests
+from xpuperf.errors import UsageError
+from xpuperf.findings import Finding
+from xpuperf.topology.model import Cluster
+
+MEASUREMENTS = ("best", "out-of-place", "in-place")
+
+
+@dataclass
+class CalibrationResult:
+    """Everything ``xpuperf calibrate`` reports.
+
+    Attributes:
+        fits: one :class:`Fit` per (collective, ranks, nodes).
+        tables: (path, :class:`TableInfo`) for every parsed result table.
+        frame: all parsed rows (columns of :mod:`xpuperf.calibrate.nccltests`).
+        findings: XP6xx findings, most severe first.
+        warnings: reader and fit warnings (value, threshold, remedy).
+        measurement: which timing was fitted; topology: its path or preset name, if given.
+    """
+
+    fits: list[Fit]
+    tables: list[tuple[str, TableInfo]]
+    frame: pd.DataFrame
+    findings: list[Finding] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    measurement: str = "best"
+    topology: str | None = None
+
+
+def calibrate_files(
+    files: list[str | Path],
+    *,
+    cluster: Cluster | None = None,
+    topology_name: str | None = None,
+    measurement: str = "best",
+    collective: str | None = None,
+    max_lines: int = MAX_LINES,
+    pool: bool = False,
+) -> CalibrationResult:
+    """Parse ``files``, fit every (collective, ranks, nodes) group, derive findings.
+
+    Args:
+        files: nccl-tests output files (any of the layouts of :mod:`.nccltests`).
+        cluster: topology to compare busbw plateaus against (XP601), or None.
+        topology_name: how the topology was given (for the report).
+        measurement: ``"best"`` (smaller of out-of-place and in-place time per size; default:
+            noise only adds time), ``"out-of-place"`` or ``"in-place"``.
+        collective: force the collective of every table (else detected).
+        max_lines: largest number of α–β lines (1 = plain α–β).
+        pool: fit files with the same (collective, ranks, nodes) together (default: per file).
+
+    Raises:
+        UsageError: no files, bad ``measurement``/``max_lines``, or nothing to fit.
+        InputError: a file cannot be read or holds no nccl-tests table.
+    """
+    if not files:
+        raise UsageError("give at least one nccl-tests output file")
+    if measurement not in MEASUREMENTS:
+        raise UsageError(f"--measurement must be one of {', '.join(MEASUREMENTS)}")
+    if not 1 <= max_lines <= 4:
+        raise UsageError(f"--max-lines must be 1 to 4, got {max_lines}")
+    frames, tables, warnings = [], [], []
+    offset = 0
+    for f in files:
+        res = read_nccl_tests(f, collective=collective)
+        fr = res.frame.copy()
+        fr["table"] = fr["table"] + offset
+        offset += len(res.tables)
+        frames.append(fr)
+        tables += [(str(f), t) for t in res.tables]
+        warnings += res.warnings
+    frame = pd.concat(frames, ignore_index=True)
+    fits = fit_frame(frame, measurement=measurement, max_lines=max_lines, pool=pool)
+    fitted = {(s, f.collective, f.ranks, f.nodes) for f in fits for s in f.sources}
+    for key, g in frame.groupby(["source", "collective", "ranks", "nodes"], dropna=False):
+        src, coll, ranks, nodes = key
+        ranks = None if pd.isna(ranks) else int(ranks)
+        nodes = None if pd.isna(nodes) else int(nodes)
+        if (src, coll, ranks, nodes) not in fitted:
+            warnings.append(
+                f"{src}: {coll} on {ranks} ranks / {nodes} nodes has "
+                f"{g['size_bytes'][g['size_bytes'] > 0].nunique()} distinct size(s) > 0, fewer "
+                "than the 2 a fit needs; not fitted — run nccl-tests over a size range "
+                "(-b 8 -e 1G -f 2)"
+            )
+    if not fits:
+        raise UsageError("no (collective, ranks, nodes) group has 2 or more sizes to fit")
+    findings: list[Finding] = []
+    for i, (path, t) in enumerate(tables):
+        rows = frame[frame["table"] == i]
+        wrong = pd.to_numeric(rows["check"], errors="coerce").fillna(0).sum()
+        wrong += pd.to_numeric(rows["inplace_check"], errors="coerce").fillna(0).sum()
+        findings += checks.table_findings(path, t, float(wrong) if t.check_kind == "#wrong" else 0)
+    for fit in fits:
+        findings += checks.fit_findings(fit)
+    result = CalibrationResult(fits, tables, frame, findings, warnings, measurement)
+    if cluster is not None:
+        add_topology_findings(result, cluster, topology_name)
+    result.findings.sort(key=lambda f: (-f.severity.rank, f.code))
+    return result
+
+
+def add_topology_findings(
+    result: CalibrationResult, cluster: Cluster, topology_name: str | None = None
+) -> None:
+    """Compare every fit's busbw plateau with ``cluster`` (XP601), in place."""
+    result.topology = topology_name
+    for fit in result.fits:
+        result.findings += checks.topology_findings(fit, cluster)
+    result.findings.sort(key=lambda f: (-f.severity.rank, f.code))

@@ -1,0 +1,88 @@
+"""``xpuperf calibrate``: parse options, call :func:`xpuperf.calibrate.calibrate_files`, render.
+
+The lead registers it in app.py: ``app.command("calibrate")(calibrate_cmd.calibrate)``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from xpuperf.calibrate.nccltests import COLLECTIVES
+from xpuperf.calibrate.render import render_calibration_yaml, render_json, render_terminal
+from xpuperf.calibrate.run import MEASUREMENTS, add_topology_findings, calibrate_files
+from xpuperf.errors import UsageError
+from xpuperf.report.output import check_not_input, write_text_atomic
+from xpuperf.topology import presets
+from xpuperf.topology.loader import load
+from xpuperf.topology.model import Cluster
+
+
+def _cluster(topology: str | None, nodes: int | None) -> Cluster | None:
+    if topology is None:
+        return None
+    if Path(topology).exists():
+        return load(topology)
+    if topology in presets.NODE_PRESETS:
+        return presets.preset(topology, nodes or 1)
+    raise UsageError(
+        f"--topology {topology!r} is neither a file nor a preset "
+        f"({', '.join(presets.NODE_PRESETS)})"
+    )
+
+
+def calibrate(
+    files: Annotated[list[str], typer.Argument(help="nccl-tests output files (*_perf stdout).")],
+    output: Annotated[
+        str | None,
+        typer.Option("--output", "-o", help="Write the xpuperf.calibration/1 YAML to PATH."),
+    ] = None,
+    topology: Annotated[
+        str | None,
+        typer.Option(help="Topology file (xpuperf.topology/1) or preset, to flag low busbw."),
+    ] = None,
+    measurement: Annotated[
+        str,
+        typer.Option(help=f"Timing to fit: {', '.join(MEASUREMENTS)} (best = smaller time)."),
+    ] = "best",
+    collective: Annotated[
+        str | None,
+        typer.Option(help=f"Force the collective: {', '.join(COLLECTIVES)} (default: detect)."),
+    ] = None,
+    max_lines: Annotated[
+        int, typer.Option(min=1, max=4, help="Most α–β lines per fit (1 = plain α–β).")
+    ] = 4,
+    pool: Annotated[
+        bool, typer.Option(help="Fit files with the same collective/ranks/nodes together.")
+    ] = False,
+    json_out: Annotated[
+        str | None, typer.Option("--json", help="Write the JSON result to PATH, or - for stdout.")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary.")] = False,
+    debug: Annotated[bool, typer.Option(help="Show tracebacks of internal errors.")] = False,
+) -> None:
+    """Fit latency and bus bandwidth to nccl-tests results; flag busbw far below the topology."""
+    err = Console(stderr=True, highlight=False)
+    for out in (output, json_out):
+        if out and out != "-":
+            check_not_input(out, [p for p in files if Path(p).exists()])
+    result = calibrate_files(
+        files, measurement=measurement, collective=collective, max_lines=max_lines, pool=pool
+    )
+    if topology is not None:
+        nodes = max((f.nodes or 1 for f in result.fits), default=1)
+        add_topology_findings(result, _cluster(topology, nodes), topology)
+    for w in result.warnings:
+        err.print(f"warning: {w}", markup=False)
+    if output:
+        write_text_atomic(output, render_calibration_yaml(result))
+    if json_out == "-":
+        sys.stdout.write(render_json(result))
+    elif json_out:
+        write_text_atomic(json_out, render_json(result))
+    if not quiet and json_out != "-":
+        render_terminal(result, Console(highlight=False))
