@@ -14,13 +14,16 @@ bytes is Parquet. Column names, units and derivations: :mod:`xpuperf.readers.col
 
 from __future__ import annotations
 
+import csv
 import os
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import pandas as pd
+import pyarrow as pa
 
 from xpuperf import steps
 from xpuperf.errors import InputError
@@ -36,6 +39,8 @@ from xpuperf.readers.base import (
 )
 from xpuperf.readers.generic import GENERIC_FORMATS
 from xpuperf.readers.paths import Found, expand
+
+T = TypeVar("T")
 
 __all__ = [
     "FORMATS",
@@ -84,7 +89,8 @@ def register_format(fmt: Format) -> None:
 
 
 def get_format(name: str) -> Format:
-    """The format called ``name`` (case-insensitive).
+    """The format called ``name`` (case-insensitive); an extension without its dot also names
+    its format (``"json"`` → jsonl, ``"pq"`` → parquet).
 
     Raises:
         InputError: unknown name; the message lists the known ones.
@@ -92,6 +98,9 @@ def get_format(name: str) -> Format:
     key = name.strip().lower()
     for f in FORMATS:
         if f.name == key:
+            return f
+    for f in FORMATS:
+        if f".{key}" in f.extensions:
             return f
     known = ", ".join(f.name for f in FORMATS)
     raise InputError(f"unknown format {name!r}: known formats are {known}")
@@ -228,24 +237,25 @@ def read_logs(
     """
     forced = get_format(fmt) if fmt else None
     if batch_size is not None:
+        given = batch_size
         try:
             batch_size = float(batch_size)
         except (TypeError, ValueError):
             batch_size = float("nan")
         if not (batch_size > 0 and batch_size != float("inf")):
-            raise InputError(f"batch size must be a number > 0, got {batch_size}")
-    files = expand(paths, _wanted_extensions(forced))
+            raise InputError(f"batch size must be a number > 0, got {given!r}")
+    files = _guard(None, expand, paths, _wanted_extensions(forced))
     warnings: list[str] = []
     parts: list[build.Part] = []
     for found in files:
-        got = _read_one(found, forced)
+        got = _guard(found.path, _read_one, found, forced)
         if got is None:
             warnings.append(
                 f"{found.path}: skipped the file: its format is not recognised "
                 "(pass --format NAME to read it)"
             )
             continue
-        parts.append(build.prepare(*got, batch_size))
+        parts.append(_guard(found.path, build.prepare, *got, batch_size))
     if not parts:
         raise InputError("no readable log file among the inputs: " + "; ".join(warnings))
     build.assign_ranks(parts)
@@ -260,12 +270,25 @@ def read_logs(
         frames.append(df)
     if all(f.empty for f in frames):
         raise _nothing_usable(parts, warnings)
-    table = pd.concat([f for f in frames if not f.empty], ignore_index=True)
+    kept = [f for f in frames if not f.empty]
+    frames.clear()
+    table = kept[0] if len(kept) == 1 else pd.concat(kept, ignore_index=True)
+    kept.clear()
     for col in steps.OPTIONAL:
         if col in table.columns and table[col].isna().all():
             table = table.drop(columns=col)
     table = steps.validate(steps.coerce(table), source="step table read from logs")
     return ReadResult(table, [p.src.name for p in parts], warnings, skipped)
+
+
+def _guard(path: Path | None, fn: Callable[..., T], *args: object) -> T:
+    """Run ``fn``; an OS or Arrow error (unreadable file, corrupt data) becomes an InputError."""
+    try:
+        return fn(*args)
+    except InputError:
+        raise
+    except (OSError, pa.ArrowException, csv.Error) as exc:
+        raise InputError(f"cannot read: {exc}", path) from exc
 
 
 def _nothing_usable(parts: list[build.Part], warnings: list[str]) -> InputError:
@@ -276,17 +299,12 @@ def _nothing_usable(parts: list[build.Part], warnings: list[str]) -> InputError:
     )
     if len(parts) == 1:
         p = parts[0]
-        line = None
-        if p.raw.drops:
-            line = p.raw.drops[0].first
-        elif p.pending:
-            line = p.raw.locate([p.pending[0][2]]).get(p.pending[0][2])
-        if p.raw.unit != "line":
-            line = None
-        reasons = [d.reason for d in p.raw.drops] + [r for r, _, _ in p.pending]
-        first_reason = reasons[0] if reasons else "no rows"
+        placed = [(pos, reason) for reason, _, pos in p.report if pos is not None]
+        pos, reason = min(placed) if placed else (None, p.report[0][0] if p.report else "none")
+        line = pos if p.raw.unit == "line" else None
+        at = f" at {p.raw.unit} {pos}" if pos is not None and line is None else ""
         return InputError(
-            f"no usable rows: every row was skipped (first: {first_reason}); {advice}",
+            f"no usable rows: every row was skipped (the first{at}: {reason}); {advice}",
             p.src.name,
             line,
         )

@@ -1,0 +1,293 @@
+"""Bad input: every problem is an InputError or a counted warning at the right file:line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+
+import numpy as np
+import pytest
+
+from xpuperf.errors import InputError
+from xpuperf.readers import read_logs
+
+HEAD = "step,step_time_ms,data_ms\n"
+
+
+def _one_warning(res, path, line: int, count: int, reason: str) -> None:
+    hits = [w for w in res.warnings if reason in w]
+    assert len(hits) == 1, res.warnings
+    rows = "row" if count == 1 else "rows"
+    assert hits[0].startswith(f"{path}:{line}: skipped {count} {rows}"), hits[0]
+
+
+# --- whole-file problems -------------------------------------------------------------------
+
+
+def test_empty_file(write) -> None:
+    p = write("rank0.csv", "")
+    with pytest.raises(InputError, match="file is empty") as e:
+        read_logs([p])
+    assert e.value.path == str(p)
+    assert str(p) in str(e.value)
+
+
+def test_blank_file(write) -> None:
+    with pytest.raises(InputError, match="only blank lines"):
+        read_logs([write("rank0.csv", "\n  \n\n")])
+
+
+def test_header_only(write) -> None:
+    with pytest.raises(InputError, match="no data rows"):
+        read_logs([write("rank0.csv", HEAD)])
+
+
+@pytest.mark.parametrize("name", ["rank0.csv", "rank0.log", "rank0.jsonl", "rank0.bin"])
+def test_binary_file(write, name: str) -> None:
+    p = write(name, b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(range(256)) * 4)
+    with pytest.raises(InputError, match="binary file") as e:
+        read_logs([p])
+    assert e.value.path == str(p)
+
+
+def test_binary_file_inside_a_folder_is_skipped_with_a_warning(tmp_path, write) -> None:
+    write("logs/rank0.csv", HEAD + "1,200,1\n")
+    write("logs/core.log", b"\x00\x01\x02" * 100)
+    res = read_logs([tmp_path / "logs"])
+    assert len(res.table) == 1
+    assert any("core.log: skipped the file" in w for w in res.warnings)
+
+
+def test_utf16_file(write) -> None:
+    p = write("rank0.csv", (HEAD + "1,200,1\n").encode("utf-16"))
+    with pytest.raises(InputError, match="UTF-16"):
+        read_logs([p])
+
+
+def test_garbage_parquet(write) -> None:
+    p = write("rank0.parquet", b"PAR1 this is not really parquet")
+    with pytest.raises(InputError, match="not a readable Parquet file") as e:
+        read_logs([p])
+    assert e.value.path == str(p)
+
+
+def test_corrupt_gzip(write) -> None:
+    p = write("rank0.csv.gz", b"\x1f\x8b\x08\x00garbage-garbage-garbage")
+    with pytest.raises(InputError) as e:
+        read_logs([p])
+    assert e.value.path == str(p)
+
+
+def test_truncated_gzip_keeps_the_good_part(write) -> None:
+    body = HEAD + "".join(f"{i},200,1\n" for i in range(1, 2001))
+    data = gzip.compress(body.encode())
+    p = write("rank0.csv.gz", data[: len(data) * 2 // 3])
+    res = read_logs([p])
+    assert 0 < len(res.table) < 2000
+    assert any("truncated or corrupt" in w for w in res.warnings)
+
+
+def test_missing_path(tmp_path) -> None:
+    with pytest.raises(InputError, match="no such file or folder") as e:
+        read_logs([tmp_path / "nope.csv"])
+    assert e.value.path == str(tmp_path / "nope.csv")
+
+
+def test_glob_matching_nothing(tmp_path) -> None:
+    pattern = str(tmp_path / "rank*.csv")
+    with pytest.raises(InputError, match=re.escape(pattern)):
+        read_logs([pattern])
+
+
+def test_folder_without_logs(tmp_path, write) -> None:
+    write("logs/README.md", "# notes\n")
+    with pytest.raises(InputError, match="contains no log files"):
+        read_logs([tmp_path / "logs"])
+
+
+def test_no_paths() -> None:
+    with pytest.raises(InputError, match="no input"):
+        read_logs([])
+
+
+def test_unknown_format_name(write) -> None:
+    with pytest.raises(InputError, match="known formats are jsonl, tsv, csv, parquet"):
+        read_logs([write("a.csv", HEAD)], fmt="xlsx")
+
+
+def test_unrecognised_text_named_explicitly(write) -> None:
+    p = write("notes.txt", "hello world\nnothing tabular here\n")
+    with pytest.raises(InputError, match="cannot tell the format") as e:
+        read_logs([p])
+    assert e.value.path == str(p)
+
+
+@pytest.mark.parametrize("bs", [0, -4, float("nan"), "x"])
+def test_bad_batch_size(write, bs) -> None:
+    with pytest.raises(InputError, match="batch size"):
+        read_logs([write("a.csv", HEAD + "1,2,3\n")], batch_size=bs)
+
+
+# --- row problems: one warning per file and reason, count, first file:line ---------------------
+
+
+def test_ragged_rows(write) -> None:
+    p = write("rank0.csv", HEAD + "1,200,1\n2,200\n3,200,1\n4,200,1,9\n5,200,1\n6,2")
+    res = read_logs([p])
+    assert res.table["step"].tolist() == [1, 3, 5]
+    _one_warning(res, p, 3, 3, "wrong number of fields (header has 3)")
+    assert res.skipped_rows == 3
+
+
+def test_line_numbers_count_blank_lines_crlf_and_quoted_newlines(write) -> None:
+    text = (
+        "\r\n"  # 1 blank line before the header
+        'step,step_time_ms,"node"\r\n'  # 2
+        '1,200,"a,b"\r\n'  # 3
+        "\r\n"  # 4
+        '2,200,"multi\r\nline"\r\n'  # 5-6
+        "3,abc,x\r\n"  # 7
+        "4,x,y\r\n"  # 8
+    )
+    p = write("rank0.csv", text)
+    res = read_logs([p])
+    assert res.table["step"].tolist() == [1, 2]
+    assert res.table["node"].tolist() == ["a,b", "multi\r\nline"]
+    _one_warning(res, p, 7, 2, "non-numeric value in step_time_ms")
+
+
+def test_non_numeric_values(write) -> None:
+    p = write("rank0.csv", HEAD + "1,200,1\n2,fast,1\n3,200,n/a\n4,200,slow\nfive,200,1\n6,200,1\n")
+    res = read_logs([p])
+    # n/a is "unknown", not an error
+    assert res.table["step"].tolist() == [1, 3, 6]
+    assert np.isnan(res.table["data_s"].iloc[1])
+    _one_warning(res, p, 3, 3, "non-numeric value in step, step_time_ms, data_ms")
+
+
+def test_invalid_step_times(write) -> None:
+    rows = ["1,200,1", "2,nan,1", "3,inf,1", "4,-5,1", "5,0,1", "6,,1", "7,210,1", "8,-inf,1"]
+    p = write("rank0.csv", HEAD + "\n".join(rows) + "\n")
+    res = read_logs([p])
+    assert res.table["step"].tolist() == [1, 7]
+    np.testing.assert_allclose(res.table["step_time_s"], [0.2, 0.21])
+    _one_warning(res, p, 3, 6, "step time missing, NaN, infinite, zero or negative (step_time_ms)")
+
+
+def test_negative_phase_times(write) -> None:
+    p = write("rank0.csv", HEAD + "1,200,1\n2,200,-1\n3,200,-0.5\n4,200,0\n")
+    res = read_logs([p])
+    assert res.table["step"].tolist() == [1, 4]
+    _one_warning(res, p, 3, 2, "negative phase time in data_ms")
+
+
+def test_duplicate_rank_step_keeps_first(write) -> None:
+    p = write("rank0.csv", HEAD + "1,200,1\n2,210,1\n2,999,1\n3,220,1\n3,998,1\n")
+    res = read_logs([p])
+    assert res.table["step"].tolist() == [1, 2, 3]
+    np.testing.assert_allclose(res.table["step_time_s"], [0.2, 0.21, 0.22])
+    _one_warning(res, p, 4, 2, "same (rank, step) as an earlier row; kept the first")
+
+
+def test_steps_going_backwards(write) -> None:
+    p = write("rank0.csv", HEAD + "1,200,1\n5,200,1\n3,200,1\n4,200,1\n6,200,1\n2,200,1\n")
+    res = read_logs([p])
+    assert res.table["step"].tolist() == [1, 5, 6]
+    _one_warning(res, p, 4, 3, "step number lower than an earlier step")
+
+
+def test_backwards_is_per_rank_in_a_shared_file(write) -> None:
+    text = "rank,step,step_time\n0,5,0.1\n1,1,0.1\n0,6,0.1\n1,2,0.1\n1,1,0.1\n"
+    res = read_logs([write("all.csv", text)])
+    assert res.table[["rank", "step"]].values.tolist() == [[0, 5], [0, 6], [1, 1], [1, 2]]
+    assert len(res.warnings) == 1
+    assert ":6: skipped 1 row: same (rank, step)" in res.warnings[0]
+
+
+def test_not_utf8_line(write) -> None:
+    p = write("rank0.csv", (HEAD + "1,200,1\n2,2\xe90,1\n3,200,1\n").encode("latin-1"))
+    res = read_logs([p])
+    assert res.table["step"].tolist() == [1, 3]
+    _one_warning(res, p, 3, 1, "not valid UTF-8")
+
+
+def test_malformed_json_lines(write) -> None:
+    lines = [
+        '{"step": 1, "step_time": 0.2}',
+        '{"step": 2, "step_time": 0.2',
+        "",
+        "[1, 2]",
+        '{"step": 3, "step_time": "slow"}',
+        '{"step": 4, "step_time": NaN}',
+        '{"step": 5, "step_time": 0.3}',
+    ]
+    p = write("rank0.jsonl", "\n".join(lines) + "\n")
+    res = read_logs([p])
+    assert res.table["step"].tolist() == [1, 5]
+    _one_warning(res, p, 2, 1, "not valid JSON")
+    _one_warning(res, p, 4, 1, "not a JSON object")
+    _one_warning(res, p, 5, 1, "non-numeric value in step_time")
+    _one_warning(res, p, 6, 1, "step time missing")
+    assert res.skipped_rows == 4
+
+
+def test_json_list_positions_are_records(write) -> None:
+    p = write("rank0.json", json.dumps([{"step": 1, "step_time": 0.2}, {"step": 2}]))
+    res = read_logs([p])
+    assert res.warnings == [
+        f"{p} (record 2): skipped 1 row: step time missing, NaN, infinite, zero or negative "
+        "(step_time)"
+    ]
+
+
+def test_parquet_positions_are_rows(tmp_path) -> None:
+    import pandas as pd
+
+    p = tmp_path / "rank0.parquet"
+    pd.DataFrame({"step": [1, 2, 3], "step_time": [0.2, -1.0, 0.3]}).to_parquet(p)
+    res = read_logs([p])
+    assert res.warnings[0].startswith(f"{p} (row 2): skipped 1 row")
+
+
+def test_every_row_bad_is_an_error_at_the_first_line(write) -> None:
+    p = write("rank0.csv", HEAD + "1,0,1\n2,-1,1\n")
+    with pytest.raises(InputError, match="no usable rows") as e:
+        read_logs([p])
+    assert (e.value.path, e.value.line) == (str(p), 2)
+
+
+def test_every_row_bad_in_every_file(write) -> None:
+    a = write("rank0.csv", HEAD + "1,0,1\n")
+    b = write("rank1.csv", HEAD + "1,x,1\n")
+    with pytest.raises(InputError, match="no usable rows in any of the 2 files"):
+        read_logs([a, b])
+
+
+def test_one_file_with_nothing_left_is_a_warning(write) -> None:
+    a = write("rank0.csv", HEAD + "1,200,1\n")
+    b = write("rank1.csv", HEAD + "1,0,1\n")
+    res = read_logs([a, b])
+    assert res.table["rank"].tolist() == [0]
+    assert f"{b}: no usable rows remain in this file" in res.warnings
+
+
+def test_comment_lines_before_the_header(write) -> None:
+    p = write("rank0.log", "# produced by train.py\n# units: ms\nstep,step_time_ms\n1,200\n2,x\n")
+    res = read_logs([p])
+    assert res.table["step_time_s"].tolist() == [0.2]
+    _one_warning(res, p, 5, 1, "non-numeric value in step_time_ms")
+
+
+def test_unreadable_file(write) -> None:
+    import os
+
+    p = write("rank0.csv", HEAD + "1,200,1\n")
+    p.chmod(0)
+    try:
+        if os.access(p, os.R_OK):  # running as root: permissions do not apply
+            pytest.skip("root can read any file")
+        with pytest.raises(InputError, match="cannot read"):
+            read_logs([p])
+    finally:
+        p.chmod(0o644)

@@ -1,0 +1,152 @@
+"""Types shared by the reader modules: an opened input file and a parsed, not yet mapped, table.
+
+A format module turns a :class:`Source` into a :class:`RawTable` (columns named as in the file,
+values as read); :mod:`xpuperf.readers.build` maps the columns to the canonical step table.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import pandas as pd
+import pyarrow as pa
+
+from xpuperf.errors import InputError
+
+HEAD_BYTES = 65536
+"""Bytes of (decompressed) content kept in :attr:`Source.head` for sniffing and header parsing."""
+BINARY_PROBE = 8192
+"""A text log must have no NUL byte in its first this many bytes."""
+GZIP_MAGIC = b"\x1f\x8b"
+PARQUET_MAGIC = b"PAR1"
+
+
+@dataclass
+class Source:
+    """One input file, opened read-only, with its first bytes in memory.
+
+    Attributes:
+        path: the file.
+        name: how the file is named in messages (the path as expanded from the user's argument).
+        gzip: content is gzip-compressed (by extension or magic bytes); all reads decompress.
+        head: up to :data:`HEAD_BYTES` bytes of decompressed content.
+        rank_hint: path parts (file name first, then enclosing directories below the directory
+            the user named) that may carry a rank number, e.g. ``("rank3.csv",)``.
+    """
+
+    path: Path
+    name: str
+    gzip: bool
+    head: bytes
+    rank_hint: tuple[str, ...] = ()
+
+    @property
+    def suffix(self) -> str:
+        """Lower-case extension after stripping ``.gz``, e.g. ``".csv"`` for ``a.csv.gz``."""
+        p = self.path
+        if p.suffix.lower() == ".gz":
+            p = p.with_suffix("")
+        return p.suffix.lower()
+
+    def open(self) -> BinaryIO:
+        """A binary file object of the decompressed content (caller closes it)."""
+        if self.gzip:
+            return gzip.open(self.path, "rb")  # type: ignore[return-value]
+        return self.path.open("rb")
+
+    def arrow_stream(self) -> pa.NativeFile:
+        """A pyarrow input stream of the decompressed content (fast native reading)."""
+        return pa.input_stream(str(self.path), compression="gzip" if self.gzip else None)
+
+    def read_all(self) -> bytes:
+        """The whole decompressed content; raises InputError on a corrupt gzip file."""
+        try:
+            with self.open() as f:
+                return f.read()
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InputError(f"cannot read: {exc}", self.name) from exc
+
+    def first_lines(self, n: int = 30) -> list[str]:
+        """Up to ``n`` first lines of the head, decoded leniently, BOM and line ends stripped."""
+        text = self.head.decode("utf-8", errors="replace").removeprefix("\ufeff")
+        lines = text.splitlines()
+        if len(self.head) >= HEAD_BYTES and lines:
+            lines = lines[:-1]  # possibly cut in the middle
+        return lines[:n]
+
+
+@dataclass
+class Drop:
+    """Rows a parser had to skip: ``count`` rows for ``reason``; ``first`` in the table's unit."""
+
+    reason: str
+    count: int
+    first: int | None
+
+
+def _record_numbers(idx: Sequence[int]) -> dict[int, int | None]:
+    return {int(i): int(i) + 1 for i in idx}
+
+
+@dataclass
+class RawTable:
+    """A parsed file before column mapping.
+
+    Attributes:
+        frame: one row per record, columns named as in the file, values as read (numbers,
+            strings or timestamps); the index is ``0..n-1`` in file order.
+        locate: maps record indices to 1-based positions in :attr:`unit` (called only to place
+            warnings, so it may be slow); ``None`` entries mean unknown.
+        unit: ``"line"`` (physical text line, header = line 1), ``"row"`` or ``"record"``.
+        drops: records the parser skipped (wrong field count, undecodable, malformed JSON).
+        columns: every column name in the file (``frame`` may hold only the useful ones); for
+            messages. Empty means ``frame.columns``.
+    """
+
+    frame: pd.DataFrame
+    locate: Callable[[Sequence[int]], dict[int, int | None]] = _record_numbers
+    unit: str = "line"
+    drops: list[Drop] = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)
+
+    @property
+    def all_columns(self) -> list[str]:
+        """Every column name in the file."""
+        return self.columns or [str(c) for c in self.frame.columns]
+
+
+@dataclass(frozen=True)
+class Format:
+    """A log format the readers know.
+
+    Attributes:
+        name: what ``--format`` / ``fmt=`` accepts, e.g. ``"csv"``.
+        extensions: file extensions (lower case, with the dot, ``.gz`` stripped) that select it.
+        sniff: given the first lines of a file (decoded, line ends stripped), is it this format?
+            Used for ``.log``/``.txt`` and unknown extensions; must be cheap and never raise.
+        read: parses a :class:`Source` into a :class:`RawTable`; raises only
+            :class:`~xpuperf.errors.InputError`.
+        example: one example line or short description, for help texts and errors.
+        binary: not a text format (no NUL-byte check, no sniffing by text).
+    """
+
+    name: str
+    extensions: tuple[str, ...]
+    sniff: Callable[[list[str]], bool]
+    read: Callable[[Source], RawTable]
+    example: str
+    binary: bool = False
+
+
+def where(name: str, unit: str, pos: int | None) -> str:
+    """``file:line`` for text lines, ``file (row N)`` otherwise, ``file`` when unknown."""
+    if pos is None:
+        return name
+    if unit == "line":
+        return f"{name}:{pos}"
+    return f"{name} ({unit} {pos})"

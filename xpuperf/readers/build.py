@@ -1,0 +1,397 @@
+"""From parsed files to canonical step-table rows: mapping, derivation, row checks and ranks.
+
+Per file, :func:`prepare` maps columns (:mod:`~xpuperf.readers.columns`) and converts values; then
+:func:`assign_ranks` gives every row its global rank looking at all files together; then
+:func:`finish` drops bad rows and derives the step time when the file has none.
+
+Step time, first found of:
+
+1. a step-time column;
+2. a step-rate column (steps/s): ``1 / rate``;
+3. a throughput column (samples/s of this rank): ``samples / throughput``, samples from a samples
+   column or the ``batch_size`` argument;
+4. a timestamp column: the difference of consecutive timestamps of a rank divided by the
+   difference of their step numbers (logs written every N steps give the mean step time); the
+   first row of each rank has no predecessor and is dropped.
+
+Rank, first found of (per file):
+
+1. a rank column;
+2. ``local_rank`` and ``node`` columns: ``rank = node_index × local_world + local_rank`` where
+   ``node_index`` is the position of the node name among all node names of the input in natural
+   order (``node2`` before ``node10``) and ``local_world = max(local_rank) + 1`` over the input;
+3. a rank number in the file name (:func:`xpuperf.readers.paths.rank_from_name`);
+4. a ``local_rank`` column alone (taken as the rank: one node);
+5. a ``node`` column alone (one rank per node: ``rank = node_index``);
+6. rank 0 when the input is a single file.
+
+Rows are dropped, with one warning per file and reason, when: a numeric cell is not a number; the
+rank is missing or not a non-negative integer; the step is missing or not an integer; the step time
+is missing, NaN, infinite, zero or negative; a phase time is negative; the (rank, step) pair
+repeats an earlier row (the first is kept); the step is lower than an earlier step of the rank in
+the same file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from xpuperf import steps
+from xpuperf.errors import InputError
+from xpuperf.readers import columns as colmod
+from xpuperf.readers import convert
+from xpuperf.readers.base import RawTable, Source, where
+from xpuperf.readers.paths import natural_key, rank_from_name
+
+BAD_RANK = "rank missing or not a non-negative integer"
+BAD_STEP = "step number missing or not an integer"
+BAD_TIME = "step time missing, NaN, infinite, zero or negative"
+DUPLICATE = "same (rank, step) as an earlier row; kept the first"
+BACKWARDS = "step number lower than an earlier step of the same rank in this file"
+FIRST_DIFF = (
+    "first row of each rank has no step time (step time = difference of consecutive timestamps)"
+)
+DERIVED = {
+    "rate": " (step time = 1 / step rate)",
+    "throughput": " (step time = samples / throughput)",
+    "timestamps": " (step time = timestamp difference)",
+}
+
+
+@dataclass
+class Part:
+    """One file on its way to the step table.
+
+    Attributes:
+        src, raw: the file and its parsed table.
+        df: canonical columns so far (plus ``local_rank``, ``step_rate``, ``throughput`` while
+            needed); the index holds record ordinals of ``raw`` (for locating warnings).
+        derive: where the step time comes from: None (a column), ``"rate"``, ``"throughput"`` or
+            ``"timestamps"``.
+        file_rank: rank number found in the file name, if any.
+        names: field → the file's column that feeds it (for messages).
+        how: how the rank was found (set by :func:`assign_ranks`).
+        pending: dropped rows as ``(reason, count, first record ordinal)``.
+        report: every drop as ``(reason, count, first position in raw.unit)``, set by
+            :func:`warnings_of`.
+    """
+
+    src: Source
+    raw: RawTable
+    df: pd.DataFrame
+    derive: str | None
+    file_rank: int | None
+    names: dict[str, str] = field(default_factory=dict)
+    how: str = ""
+    pending: list[tuple[str, int, int]] = field(default_factory=list)
+    report: list[tuple[str, int, int | None]] = field(default_factory=list)
+
+    def drop(self, mask: np.ndarray, reason: str) -> None:
+        """Drop the rows where ``mask`` is true, remembering the reason, count and first row."""
+        if not mask.any():
+            return
+        first = int(self.df.index[int(np.argmax(mask))])
+        self.pending.append((reason, int(mask.sum()), first))
+        self.df = self.df[~mask]
+
+
+def _no_step_time(src: Source, names: list[str]) -> InputError:
+    def some(role: str) -> str:
+        return ", ".join(colmod.ALIASES[role][:4]) + ", …"
+
+    found = ", ".join(names[:20]) + (", …" if len(names) > 20 else "") if names else "(none)"
+    return InputError(
+        "no step time column: expected one of "
+        f"{colmod.accepted('step_time_s')} (optionally with a unit suffix such as _ms); or a "
+        f"step rate ({some('step_rate')}); or a throughput ({some('throughput')}) with samples "
+        f"or --batch-size; or a timestamp ({some('t_end_s')}). The first line must name the "
+        f"columns; found: {found}",
+        src.name,
+    )
+
+
+def _pick(raw: RawTable) -> dict[str, colmod.Match]:
+    found = colmod.resolve(raw.frame.columns)
+    for m in list(found.get("step_time_s", [])):
+        if m.ambiguous:
+            is_ts = convert.looks_like_timestamp(raw.frame[m.column], m.factor)
+            other = "step_time_s" if is_ts else "t_end_s"
+            found[other] = [x for x in found[other] if x.column != m.column]
+    return {role: ms[0] for role, ms in found.items() if ms}
+
+
+def prepare(src: Source, raw: RawTable, batch_size: float | None) -> Part:
+    """Map and convert the columns of one parsed file; drop rows with non-numeric cells.
+
+    Raises:
+        InputError: no usable step-time source; a throughput without samples or ``batch_size``;
+            a file with a header but no data rows.
+    """
+    pick = _pick(raw)
+    if "step_time_s" in pick:
+        derive = None
+    elif "step_rate" in pick:
+        derive = "rate"
+    elif "throughput" in pick:
+        derive = "throughput"
+        if "samples" not in pick and batch_size is None:
+            raise InputError(
+                f"column {pick['throughput'].column!r} is a throughput, but there is no samples "
+                f"column ({colmod.accepted('samples')}) to turn it into a step time: pass "
+                "--batch-size N (batch_size=N), the samples per step of one rank",
+                src.name,
+            )
+    elif "t_end_s" in pick:
+        derive = "timestamps"
+    else:
+        raise _no_step_time(src, raw.all_columns)
+    for unused in {None: ("step_rate", "throughput"), "rate": ("throughput",)}.get(derive, ()):
+        pick.pop(unused, None)
+    frame = raw.frame
+    if len(frame) == 0 and not raw.drops:
+        raise InputError("has no data rows, only a header", src.name)
+
+    df = pd.DataFrame(index=frame.index)
+    nonnum = np.zeros(len(frame), dtype=bool)
+    bad_cols = []
+    for role, m in pick.items():
+        s = frame[m.column]
+        if role == "node":
+            df["node"] = convert.to_label(s)
+            continue
+        if role == "t_end_s":
+            vals, bad = convert.to_epoch(s, m.factor, m.unit)
+        elif role in ("rank", "local_rank"):
+            vals, bad = convert.to_index(s)
+        else:
+            vals, bad = convert.to_float(s)
+            if m.factor != 1.0:
+                vals = vals * m.factor
+        df[role] = vals
+        if bad is not None and bad.any():
+            nonnum |= bad
+            bad_cols.append(m.column)
+    if "step" not in df.columns:  # number rows 0, 1, 2… per rank, in file order
+        keys = [k for k in ("rank", "local_rank", "node") if k in df.columns]
+        keys = keys[:1] if "rank" in keys else keys
+        if keys:
+            df["step"] = df.groupby(keys, dropna=False, sort=False).cumcount().astype(np.float64)
+        else:
+            df["step"] = np.arange(len(df), dtype=np.float64)
+    if batch_size is not None:
+        if "samples" in df.columns:
+            df["samples"] = df["samples"].fillna(float(batch_size))
+        else:
+            df["samples"] = float(batch_size)
+    names = {role: m.column for role, m in pick.items()}
+    part = Part(src, raw, df, derive, rank_from_name(src.rank_hint), names)
+    part.drop(nonnum, f"non-numeric value in {', '.join(bad_cols)}")
+    raw.frame = frame.iloc[:0]  # the values live on in part.df; free the parsed copy
+    return part
+
+
+def _integral(v: np.ndarray, nonneg: bool = False) -> np.ndarray:
+    ok = np.isfinite(v) & (v == np.floor(v))
+    if nonneg:
+        ok &= v >= 0
+    return ok
+
+
+def assign_ranks(parts: list[Part]) -> None:
+    """Give every row of every part a ``rank`` column (float64 until :func:`finish`).
+
+    Raises:
+        InputError: several files and one of them has no rank anywhere; two files claim the same
+            rank.
+    """
+    for p in parts:
+        cols = p.df.columns
+        if "rank" in cols:
+            p.how = "rank column"
+        elif "local_rank" in cols and "node" in cols:
+            p.how = "local_rank and node columns"
+        elif p.file_rank is not None:
+            p.how = "file name"
+        elif "local_rank" in cols:
+            p.how = "local_rank column"
+        elif "node" in cols:
+            p.how = "node column"
+    missing = [p for p in parts if not p.how]
+    if missing and len(parts) == 1:
+        missing[0].how = "single file"
+    elif missing:
+        names = ", ".join(p.src.name for p in missing[:3]) + (", …" if len(missing) > 3 else "")
+        raise InputError(
+            f"cannot tell which rank wrote {names}: with {len(parts)} files each needs a 'rank' "
+            "column, local_rank and node columns, or a rank number in its name, e.g. "
+            "rank0.csv, rank_1.log, worker-2.jsonl, proc3.csv, gpu4.csv"
+        )
+    by_node = [p for p in parts if p.how == "local_rank and node columns"]
+    order = _node_order(by_node)
+    world = 1
+    if by_node:
+        lr = np.concatenate([p.df["local_rank"].to_numpy() for p in by_node])
+        lr = lr[_integral(lr, nonneg=True)]
+        world = int(lr.max()) + 1 if len(lr) else 1
+    node_only = _node_order([p for p in parts if p.how == "node column"])
+    for p in parts:
+        if p.how == "rank column":
+            r = p.df["rank"].to_numpy(dtype=np.float64)
+        elif p.how == "local_rank and node columns":
+            idx = p.df["node"].map(order).to_numpy(dtype=np.float64, na_value=np.nan)
+            lr = p.df["local_rank"].to_numpy(dtype=np.float64)
+            lr = np.where(_integral(lr, nonneg=True) & (lr < world), lr, np.nan)
+            r = idx * world + lr
+        elif p.how == "file name":
+            r = np.full(len(p.df), float(p.file_rank))
+        elif p.how == "local_rank column":
+            r = p.df["local_rank"].to_numpy(dtype=np.float64)
+        elif p.how == "node column":
+            r = p.df["node"].map(node_only).to_numpy(dtype=np.float64, na_value=np.nan)
+        else:
+            r = np.zeros(len(p.df))
+        p.df["rank"] = r
+        p.drop(~_integral(r, nonneg=True), BAD_RANK)
+    owner: dict[int, Part] = {}
+    for p in parts:
+        for r in pd.unique(p.df["rank"].to_numpy()):
+            other = owner.setdefault(int(r), p)
+            if other is not p:
+                raise InputError(
+                    f"rank {int(r)} appears in both {other.src.name} (from its {other.how}) and "
+                    f"{p.src.name} (from its {p.how}): each rank's steps must come from one "
+                    "file; merge the files or fix the rank columns / file names"
+                    + (
+                        " (add a node or host column so that local ranks of different nodes differ)"
+                        if p.how == "local_rank column"
+                        else ""
+                    )
+                )
+
+
+def _node_order(parts: list[Part]) -> dict[str, int]:
+    """Node name → index in natural order over all the parts' node names."""
+    if not parts:
+        return {}
+    nodes = pd.unique(pd.concat([p.df["node"].dropna() for p in parts]))
+    return {n: i for i, n in enumerate(sorted(map(str, nodes), key=natural_key))}
+
+
+def _ascending(rank: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """True where a row's step exceeds every earlier step of its rank (rows in file order).
+
+    Vectorised: rows are stably grouped by rank (no-op when ranks are already contiguous) and
+    each group's steps are offset so that one running maximum over the array never crosses a
+    group boundary.
+    """
+    n = len(rank)
+    if n == 0:
+        return np.ones(0, dtype=bool)
+    order = None
+    sorted_ranks = bool(np.all(rank[1:] >= rank[:-1]))
+    if not sorted_ranks and np.count_nonzero(rank[1:] != rank[:-1]) + 1 != len(pd.unique(rank)):
+        order = np.argsort(rank, kind="stable")
+        rank, step = rank[order], step[order]
+    seg = np.concatenate(([0], np.cumsum(rank[1:] != rank[:-1])))
+    lo, hi = float(step.min()), float(step.max())
+    span = hi - lo + 1
+    if (seg[-1] + 1) * span < 2.0**52:
+        key = seg * span + (step - lo)
+        prev = np.concatenate(([-np.inf], np.maximum.accumulate(key)[:-1]))
+        ok = key > prev
+    else:  # astronomically large step numbers: let pandas group
+        s = pd.Series(step)
+        prev = s.groupby(seg).cummax().groupby(seg).shift(1)
+        ok = step > prev.to_numpy(dtype=np.float64, na_value=-np.inf)
+    if order is None:
+        return ok
+    out = np.empty(n, dtype=bool)
+    out[order] = ok
+    return out
+
+
+def _check_order(p: Part) -> None:
+    rank = p.df["rank"].to_numpy()
+    step = p.df["step"].to_numpy()
+    late = ~_ascending(rank, step)
+    if late.any():
+        dup = pd.DataFrame({"r": rank, "s": step}).duplicated().to_numpy()
+        p.drop(late & dup, DUPLICATE)
+        rest = late[~(late & dup)]
+        p.drop(rest, BACKWARDS)
+
+
+def _group_diff(rank: np.ndarray, v: np.ndarray) -> np.ndarray:
+    if len(rank) == 0 or rank.min() == rank.max():
+        return np.diff(v, prepend=np.nan)
+    return pd.Series(v).groupby(rank).diff().to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _derive(p: Part) -> None:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        _derive_step_time(p)
+
+
+def _derive_step_time(p: Part) -> None:
+    df = p.df
+    if p.derive == "rate":
+        df["step_time_s"] = 1.0 / df["step_rate"].to_numpy()
+    elif p.derive == "throughput":
+        df["step_time_s"] = df["samples"].to_numpy() / df["throughput"].to_numpy()
+    elif p.derive == "timestamps":
+        rank = df["rank"].to_numpy()
+        dt = _group_diff(rank, df["t_end_s"].to_numpy())
+        ds = _group_diff(rank, df["step"].to_numpy())
+        df["step_time_s"] = dt / ds
+        p.drop(~pd.Series(rank).duplicated().to_numpy(), FIRST_DIFF)
+
+
+def finish(p: Part) -> tuple[pd.DataFrame, list[str]]:
+    """Check the rows of a ranked part, derive its step time, return rows and warnings.
+
+    Returns ``(frame, warnings)``: the frame has canonical columns (``rank`` int32, ``step`` int64);
+    the warnings are one line per reason, placed at the first dropped row.
+    """
+    step = p.df["step"].to_numpy(dtype=np.float64)
+    p.drop(~_integral(step), BAD_STEP)
+    phases = [c for c in steps.PHASES if c in p.df.columns]
+    if p.derive is None:
+        st = p.df["step_time_s"].to_numpy()
+        p.drop(~(np.isfinite(st) & (st > 0)), f"{BAD_TIME} ({p.names['step_time_s']})")
+    neg = np.zeros(len(p.df), dtype=bool)
+    neg_cols = []
+    for c in phases:
+        v = p.df[c].to_numpy()
+        n = v < 0
+        if n.any():
+            neg |= n
+            neg_cols.append(p.names.get(c, c))
+    p.drop(neg, f"negative phase time in {', '.join(neg_cols)}")
+    _check_order(p)
+    if p.derive is not None:
+        _derive(p)
+        st = p.df["step_time_s"].to_numpy()
+        p.drop(~(np.isfinite(st) & (st > 0)), BAD_TIME + DERIVED[p.derive])
+    df = p.df.drop(columns=[c for c in ("local_rank", "step_rate", "throughput") if c in p.df])
+    df["rank"] = df["rank"].to_numpy().astype(steps.DTYPES["rank"])
+    df["step"] = df["step"].to_numpy().astype(np.int64)
+    return df.reset_index(drop=True), warnings_of(p)
+
+
+def warnings_of(p: Part) -> list[str]:
+    """One line per parser drop and per row check of a part, in the order they happened."""
+    raw, name = p.raw, p.src.name
+    need = [first for _, _, first in p.pending]
+    located = raw.locate(need) if need or any(d.first is None for d in raw.drops) else {}
+    items = [(d.reason, d.count, d.first) for d in raw.drops]
+    items += [(reason, n, located.get(first)) for reason, n, first in p.pending]
+    p.report = items
+    out = []
+    for reason, n, pos in items:
+        rows = "row" if n == 1 else "rows"
+        at = f", the first at this {raw.unit}" if n > 1 and pos is not None else ""
+        out.append(f"{where(name, raw.unit, pos)}: skipped {n} {rows}{at}: {reason}")
+    return out
