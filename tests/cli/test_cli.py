@@ -102,7 +102,7 @@ def test_internal_error_exit_3(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     def boom(*a, **k):
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr("xpuperf.cli.analyze.analyze_logs", boom)
+    monkeypatch.setattr("xpuperf.pipeline.analyze_logs", boom)
     with pytest.raises(SystemExit) as e:
         cli_app.main(["analyze", "x.csv"])
     assert e.value.code == 3

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import signal, stats
+from scipy import fft, stats
 
 from xpuperf.analysis.results import ChangePoint, JitterResult
 from xpuperf.errors import InputError
@@ -251,7 +251,8 @@ def _periodicity(
     ind[spikes - first] = 1.0
     ind = np.minimum(np.convolve(ind, np.ones(2 * PERIOD_TOL + 1), mode="same"), 1.0)
     z = ind - ind.mean()
-    acf = signal.correlate(z, z, mode="full", method="fft")[span - 1 :]
+    n_fft = fft.next_fast_len(2 * span)  # zero-padded: linear, not circular, correlation
+    acf = fft.irfft(np.abs(fft.rfft(z, n_fft)) ** 2, n_fft)[:span]
     max_lag = (span - 1) // 2
     if max_lag < MIN_PERIOD:
         return None, None, []

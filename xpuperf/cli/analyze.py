@@ -9,10 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from xpuperf.pipeline import analyze_logs
-from xpuperf.report.json_report import render_json
 from xpuperf.report.output import check_not_input, write_text_atomic
-from xpuperf.report.terminal import render_terminal
 from xpuperf.samples import DEFAULT_BASELINE, DEFAULT_RUN, samples_dir
 
 EPILOG = (
@@ -53,6 +50,11 @@ def analyze(
     debug: Annotated[bool, typer.Option(help="Show tracebacks of internal errors.")] = False,
 ) -> None:
     """Find stragglers, FPS jitter and the compute/non-compute split in per-rank step logs."""
+    # imported here so that `xpuperf --help` and other subcommands skip pandas/scipy start-up
+    from xpuperf.pipeline import analyze_logs
+    from xpuperf.report.json_report import render_json
+    from xpuperf.report.terminal import render_terminal
+
     err = Console(stderr=True, highlight=False)
     if not logs:
         root = samples_dir()
