@@ -152,8 +152,8 @@ def find_stragglers(
     Returns:
         ``(StragglerResult, findings)``: XP101 per straggling rank, XP102 per straggling node,
         XP103 random stragglers, XP104 no straggler, XP105 only step time known (weak signal),
-        XP405 fewer than 5 common steps or 2 ranks (no verdict, ``stragglers`` empty, sync cost
-        NaN). ``per_rank.slowdown`` is vs the median of the other healthy ranks;
+        XP405 fewer than 5 common steps (no verdict, ``stragglers`` empty, sync cost NaN); a
+        single rank gets no finding at all (nobody waits for it). ``per_rank.slowdown`` is vs the median of the other healthy ranks;
         ``slowest_share`` is among the healthy ranks (NaN for deterministic stragglers).
 
     About 1 s for 1024 ranks × 2000 steps (vectorised; bootstrap only for flagged ranks).
@@ -191,6 +191,10 @@ def find_stragglers(
             },
             columns=PER_RANK_COLUMNS,
         )
+    if n == 1:
+        # one card alone (e.g. a single-card baseline): nobody to wait for, nothing to report
+        nan = float("nan")
+        return StragglerResult(source, threshold, [], per_rank, nan, nan, m), findings
     if m < MIN_STEPS or n < MIN_RANKS:
         msg = (
             f"no straggler verdict: {n} rank(s) × {m} step(s) present on every rank; need "

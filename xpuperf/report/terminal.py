@@ -89,6 +89,8 @@ def render_terminal(result: AnalyzeResult, console: Console) -> None:
                 x.slow_phase or "",
             )
         console.print(tab)
+    elif sr is not None and s.ranks == 1:
+        console.print("stragglers: n/a (one rank)")
     elif sr is not None:
         console.print(f"stragglers: none (work = {sr.work_source}, {sr.n_steps} steps)")
 
