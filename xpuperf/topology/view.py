@@ -80,8 +80,9 @@ def describe(cluster: Cluster) -> list[str]:
     and NIC affinity. Plain lines, no markup."""
     n_nodes = len(cluster.nodes)
     net = cluster.network
+    title = f"cluster {cluster.name}" if cluster.name else "cluster"
     lines = [
-        f"cluster{' ' + cluster.name if cluster.name else ''}: {n_nodes} node(s), {len(cluster.slots)} card slots, "
+        f"{title}: {n_nodes} node(s), {len(cluster.slots)} card slots, "
         f"{cluster.n_ranks} ranks ({'explicit placement' if cluster.placement else 'node-major'})",
         f"network: {net.fabric}, {net.switch_levels} switch level(s), oversubscription "
         f"{net.oversubscription:g}:1, latency {net.latency_us:g} µs",
