@@ -271,15 +271,18 @@ def ring_on(
     """
     s, n = _check(size_B, n)
     g = lv.cards_per_node
-    if order is None and node_of is None:
-        split_nodes(n, g)
-    order = list(range(n)) if order is None else list(order)
     if n == 1:
         return 0.0
-    inter = n_inter_steps(order, node_of, g)
-    leaving = max_edges_leaving_node(order, node_of, g)
+    if order is None and node_of is None:  # node-major: the counts in closed form (fast)
+        m = split_nodes(n, g)
+        inter, leaving, crossing = 2 * (m - 1), int(m > 1), m if m > 1 else 0
+    else:
+        order = list(range(n)) if order is None else list(order)
+        inter = n_inter_steps(order, node_of, g)
+        leaving = max_edges_leaving_node(order, node_of, g)
+        crossing = cross_node_edges(order, node_of, g)
     bws = [lv.node_net_bw_GBps / leaving] if leaving else []
-    if cross_node_edges(order, node_of, g) < n:
+    if crossing < n:
         bws.append(lv.intra_bw_GBps)
     bw = min(bws)
     lat = (2 * (n - 1) - inter) * lv.alpha_intra_s + inter * lv.alpha_inter_s

@@ -22,6 +22,7 @@ and protocol, per-hop hardware latency per link level.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, replace
 
@@ -177,12 +178,94 @@ def _uplink_factor(cluster: Cluster) -> float:
 
 
 def _intra(node: Node) -> tuple[float, float, str]:
+    """Ring bandwidth, largest hop latency and NCCL latency row of one node's cards.
+
+    Default: the bottleneck of a ring through the cards in device order. Nodes of up to
+    :data:`RING_SEARCH_MAX_CARDS` cards get a better ring: the best bottleneck over every
+    Hamiltonian ring of paths, and, unless the links stand for a switch (:func:`_switch_like`;
+    direct-connect nodes such as DGX-1's hybrid cube mesh or a quad of direct links), the sum of
+    directed rings packed onto the direct links (:func:`_packed_rings`) — the channels NCCL's graph
+    search builds, one per direction of each ring. DGX-1V: 2 × 40 + 2 × 20 = 120 GB/s, NCCL's
+    6 NVLinks × 20 GB/s (formulas.md §2). A full mesh of NVLinks claiming more links per card
+    than any card has (:data:`MAX_NVLINKS_PER_CARD`) is an NVSwitch: no packing (DGX-A100
+    240 GB/s, not 7 × 240).
+    """
     idx = [d.index for d in node.devices]
     if len(idx) < 2:
         return math.inf, 0.0, "nvlink"
-    paths = [node.path(a, b) for a, b in zip(idx, idx[1:] + idx[:1], strict=True)]
+
+    def ring_paths(order: list[int]) -> list:
+        return [node.path(a, b) for a, b in zip(order, order[1:] + order[:1], strict=True)]
+
+    paths = ring_paths(idx)
+    bw = min(p.bw_GBps for p in paths)
+    if len(idx) <= RING_SEARCH_MAX_CARDS:
+        pair_bw = {(a, b): node.path(a, b).bw_GBps for a in idx for b in idx if a != b}
+        best = max(_rings(idx), key=lambda o: _bottleneck(o, pair_bw))
+        if _bottleneck(best, pair_bw) > bw:
+            paths, bw = ring_paths(best), _bottleneck(best, pair_bw)
+        direct = {(a, b): v for (a, b), v in pair_bw.items() if node.link(a, b) is not None}
+        if not _switch_like(node, len(direct) == len(pair_bw)):
+            bw = max(bw, _packed_rings(idx, direct))
     kind = "nvlink" if all(p.kind in NVLINK_LIKE for p in paths) else "pcie"
-    return min(p.bw_GBps for p in paths), max(p.latency_us for p in paths), kind
+    return bw, max(p.latency_us for p in paths), kind
+
+
+MAX_NVLINKS_PER_CARD = 18
+"""Most NVLinks any card has (H100: 18). A full mesh claiming more per card is a switch."""
+
+
+def _switch_like(node: Node, full_mesh: bool) -> bool:
+    """True when the links stand for a switch (NVSwitch): a full mesh of NVLinks whose counts
+    add up to more links per card than any card has — each pair's figure is then the card's
+    whole bandwidth, and rings cannot be packed onto pairs."""
+    if not full_mesh or len(node.devices) < 2:
+        return False
+    per_card = dict.fromkeys((d.index for d in node.devices), 0)
+    for lk in node.links:
+        per_card[lk.a] = per_card.get(lk.a, 0) + (lk.count or 1)
+        per_card[lk.b] = per_card.get(lk.b, 0) + (lk.count or 1)
+    return max(per_card.values()) > MAX_NVLINKS_PER_CARD
+
+
+RING_SEARCH_MAX_CARDS = 8
+"""Nodes up to this many cards get an exhaustive search of rings (7!/2 = 2520 rings at 8)."""
+
+
+def _rings(idx: list[int]) -> list[list[int]]:
+    """Every Hamiltonian ring through ``idx`` once (first card fixed, one orientation)."""
+    first, rest = idx[0], idx[1:]
+    return [[first, *p] for p in itertools.permutations(rest) if len(p) < 2 or p[0] < p[-1]]
+
+
+def _bottleneck(order: list[int], bw: dict[tuple[int, int], float]) -> float:
+    return min(bw.get((a, b), 0.0) for a, b in zip(order, order[1:] + order[:1], strict=True))
+
+
+def _packed_rings(idx: list[int], direct: dict[tuple[int, int], float]) -> float:
+    """Bandwidth of directed rings packed greedily onto the direct links, GB/s.
+
+    Repeatedly take the ring with the largest bottleneck b in the residual link capacity and
+    run it in both directions (full-duplex links: 2 rings of b each, NCCL's channels), until no
+    ring of direct links is left. Source: NCCL's ring graph search (``src/graph/search.cc``)
+    in spirit; the greedy packing is ours.
+    """
+    cap = dict(direct)
+    rings = [r for r in _rings(idx) if _bottleneck(r, cap) > 0]
+    total = 0.0
+    for _ in range(len(idx) * 4):
+        if not rings:
+            break
+        best = max(rings, key=lambda o: _bottleneck(o, cap))
+        b = _bottleneck(best, cap)
+        if b <= 1e-9:
+            break
+        total += 2 * b if len(idx) > 2 else b  # two cards: one ring already uses both ways
+        for a, c in zip(best, best[1:] + best[:1], strict=True):
+            cap[(a, c)] -= b
+            cap[(c, a)] -= b
+        rings = [r for r in rings if _bottleneck(r, cap) > 1e-9]
+    return total
 
 
 def from_cluster(cluster: Cluster, latency: str = "topology") -> LinkLevels:

@@ -130,7 +130,7 @@ def ready_times(
     done, acc = [], 0.0
     for x in per:
         acc += x
-        done.append(acc)
+        done.append(min(acc, t_b))  # float rounding must not push the last one past T_backward
     return [done[max(b)] for b in buckets]
 
 

@@ -13,6 +13,14 @@ not given explicitly come from NCCL's constants (:mod:`xpuperf.topology.model`, 
   link), one 100 Gb/s RoCE port per NPU.
 - ``eflops``: 4 × V100-32GB-PCIe, one 100 Gb/s ConnectX-5 per GPU (GPU and NIC pairs under
   shared PCIe switches), on the two-layer BiGraph network (Alibaba EFLOPS, HPCA 2020).
+- ``dgx1-v100`` (in :data:`MORE_PRESETS`, not yet in docs/topology.md): 8 × V100-SXM2 on the
+  hybrid cube mesh (6 NVLinks per GPU: NV2 on 0-3, 0-4, 1-2, 1-5, 2-3, 4-7, 5-6, 6-7 and NV1 on
+  0-1, 0-2, 1-3, 2-6, 3-7, 4-5, 4-6, 5-7, as ``nvidia-smi topo -m`` shows on a DGX-1V), 4 × 100 Gb/s
+  EDR NICs (one per PCIe switch of two GPUs), 2 Intel Xeon E5-2698 v4 sockets (QPI taken as the
+  Skylake UPI figure, 10 GB/s), PCIe Gen3.
+
+:data:`ALIASES` maps the names issue 5 uses (``pcie-8gpu-2socket``, ``npu-8card-2x4``,
+``eflops-4gpu-bigraph``) to these presets.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from xpuperf.topology.model import (
     SYS_GBPS,
     Cluster,
     Device,
+    Link,
     Network,
     Node,
     NumaNode,
@@ -147,6 +156,28 @@ def eflops() -> Node:
     return build.assign_nearest_nics(node)
 
 
+DGX1_V100_NVLINKS: tuple[tuple[int, int, int], ...] = (
+    (0, 3, 2), (0, 4, 2), (1, 2, 2), (1, 5, 2), (2, 3, 2), (4, 7, 2), (5, 6, 2), (6, 7, 2),
+    (0, 1, 1), (0, 2, 1), (1, 3, 1), (2, 6, 1), (3, 7, 1), (4, 5, 1), (4, 6, 1), (5, 7, 1),
+)  # fmt: skip
+"""DGX-1V hybrid cube mesh: (GPU a, GPU b, NVLinks between them); 6 links per GPU."""
+
+
+def dgx1_v100() -> Node:
+    """DGX-1V node: 8 V100-SXM2 on the hybrid cube mesh (see module docstring)."""
+    numa = [0, 0, 0, 0, 1, 1, 1, 1]
+    sw = [f"sw{i // 2}" for i in range(8)]
+    devs = _devices(8, "V100-SXM2", 125.0, numa, sw)
+    nics = build.nics_for([f"mlx5_{i}" for i in range(4)], 100.0, [0, 0, 1, 1],
+                          ["sw0", "sw1", "sw2", "sw3"])  # fmt: skip
+    links = [Link(a, b, "nvlink", n) for a, b, n in DGX1_V100_NVLINKS]
+    node = Node(
+        "dgx1-v100", devs, _sockets(20), nics, build.merge_links(links),
+        _switches(devs, nics, numa), PCIE_GBPS_BY_GEN[3], SYS_GBPS["skylake"],
+    )  # fmt: skip
+    return build.assign_nearest_nics(node)
+
+
 NODE_PRESETS: dict[str, Callable[[], Node]] = {
     "dgx-a100": dgx_a100,
     "dgx-h100": dgx_h100,
@@ -155,7 +186,17 @@ NODE_PRESETS: dict[str, Callable[[], Node]] = {
     "npu-2x4": npu_2x4,
     "eflops": eflops,
 }
-"""Preset name → node builder."""
+"""Preset name → node builder (each has an example in docs/topology.md)."""
+
+MORE_PRESETS: dict[str, Callable[[], Node]] = {"dgx1-v100": dgx1_v100}
+"""Presets without a docs/topology.md example yet (accepted by :func:`preset`)."""
+
+ALIASES: dict[str, str] = {
+    "pcie-8gpu-2socket": "pcie-8gpu",
+    "npu-8card-2x4": "npu-2x4",
+    "eflops-4gpu-bigraph": "eflops",
+}
+"""Other names of presets (issue 5's names)."""
 
 _NETWORKS: dict[str, Network] = {
     "dgx-a100": Network("rail", 2),
@@ -167,8 +208,10 @@ _DEFAULT_NODES = {"eflops": 16}
 
 
 def node_template(name: str) -> Node:
-    """A fresh node of preset ``name``; KeyError if unknown (see :data:`NODE_PRESETS`)."""
-    return NODE_PRESETS[name]()
+    """A fresh node of preset ``name`` (:data:`NODE_PRESETS`, :data:`MORE_PRESETS` or an
+    :data:`ALIASES` name); KeyError if unknown."""
+    name = ALIASES.get(name, name)
+    return {**NODE_PRESETS, **MORE_PRESETS}[name]()
 
 
 def preset(name: str, nodes: int | None = None) -> Cluster:
@@ -178,6 +221,7 @@ def preset(name: str, nodes: int | None = None) -> Cluster:
     Raises KeyError for an unknown preset, ValueError for ``nodes`` < 1.
     """
     template = node_template(name)
+    name = ALIASES.get(name, name)
     n = _DEFAULT_NODES.get(name, 1) if nodes is None else nodes
     if n < 1:
         raise ValueError("nodes must be >= 1")

@@ -1,0 +1,81 @@
+"""Ranked fixes: every lever searched with the cost model, settings in the frameworks' units."""
+
+from __future__ import annotations
+
+import pytest
+
+from xpuperf.advice import make_plan, rank_fixes
+from xpuperf.advice import settings as st
+from xpuperf.advice.levers import MIN_GAIN
+from xpuperf.costmodel.estimate import Planner, Settings
+from xpuperf.costmodel.workloads import model
+from xpuperf.topology import preset
+
+
+@pytest.fixture(scope="module")
+def pcie() -> Planner:
+    return Planner(preset("pcie-8gpu", 128), model("bert_large"), 0.4, 32)
+
+
+def test_fixes_ranked_by_gain_and_consistent(pcie: Planner) -> None:
+    s = Settings(algorithm="ring", ring_order="interleaved")
+    fixes = rank_fixes(pcie, 1024, s)
+    gains = [f.gain for f in fixes]
+    assert gains == sorted(gains, reverse=True)
+    assert all(g >= MIN_GAIN for g in gains)
+    base = pcie.point(1024, s).speedup
+    levers = {f.lever for f in fixes}
+    assert {"algorithm", "bucket", "ring-order", "nic-per-card", "fp16-allreduce"} <= levers
+    for f in fixes:
+        assert f.speedup_before == pytest.approx(base)
+        assert f.cards == 1024
+        assert f.reason
+        assert f.setting
+
+
+def test_ring_order_fix_restores_node_contiguous(pcie: Planner) -> None:
+    s = Settings(algorithm="ring", ring_order="interleaved")
+    fix = next(f for f in rank_fixes(pcie, 1024, s) if f.lever == "ring-order")
+    assert fix.speedup_after == pytest.approx(pcie.point(1024, Settings(algorithm="ring")).speedup)
+
+
+def test_only_fp16_changes_the_math_and_says_so(pcie: Planner) -> None:
+    for f in rank_fixes(pcie, 1024, Settings(algorithm="ring")):
+        assert f.changes_math == (f.lever == "fp16-allreduce")
+        if f.changes_math:
+            assert "CHANGES THE MATH" in f.reason
+
+
+def test_auto_compares_with_nccl_default() -> None:
+    pl = Planner(preset("pcie-8gpu", 128), model("bert_large"), 0.4)
+    fix = next(f for f in rank_fixes(pl, 1024) if f.lever == "algorithm")
+    assert "NCCL's own tuning picks" in fix.reason
+    assert fix.speedup_after == pytest.approx(pl.point(1024).speedup)
+
+
+def test_no_fixes_for_one_card(pcie: Planner) -> None:
+    assert rank_fixes(pcie, 1) == []
+
+
+def test_input_fix_when_input_is_slow() -> None:
+    pl = Planner(preset("dgx-a100", 2), model("resnet50"), 0.1)
+    fix = next(f for f in rank_fixes(pl, 16, Settings(input_time_s=0.12)) if f.lever == "input")
+    assert fix.speedup_before == pytest.approx(0.1 / pl.point(16, Settings(input_time_s=0.12))
+                                               .step_time_s)  # fmt: skip
+    assert "cannot hide" in fix.reason
+
+
+def test_framework_units() -> None:
+    # DDP MiB, Horovod bytes, DeepSpeed ELEMENTS (formulas.md §4)
+    assert st.bucket_setting("ddp", 64, "fp32") == "DistributedDataParallel(..., bucket_cap_mb=64)"
+    assert st.bucket_setting("horovod", 64, "fp32") == "HOROVOD_FUSION_THRESHOLD=67108864"
+    assert "16777216" in st.bucket_setting("deepspeed", 64, "fp32")
+    assert "33554432" in st.bucket_setting("deepspeed", 64, "fp16")
+    assert st.algorithm_setting("tree") == "NCCL_ALGO=Tree"
+    assert st.algorithm_setting("ring") == "NCCL_ALGO=Ring"
+
+
+def test_make_plan_target_defaults_to_largest() -> None:
+    r = make_plan(preset("dgx-a100", 8), model("resnet50"), 0.1, cards=[1, 8, 64])
+    assert r.target_cards == 64
+    assert [p.cards for p in r.estimate.points] == [1, 8, 64]

@@ -1,0 +1,107 @@
+"""``xpuperf plan``: JSON contract, bundled example, one-line errors with exit code 2.
+
+Runs :func:`xpuperf.cli.app.main` with ``plan`` registered (the lead registers it in app.py;
+until then the test registers it on the app itself).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from xpuperf.cli import app as cli_app
+from xpuperf.cli import plan as plan_cmd
+
+if not any(c.name == "plan" for c in cli_app.app.registered_commands):
+    cli_app.app.command("plan")(plan_cmd.plan)
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        cli_app.main(["plan", *args])
+    out, err = capsys.readouterr()
+    return int(exc.value.code), out, err
+
+
+def test_no_arguments_runs_the_bundled_1024_card_example(capsys) -> None:
+    code, out, _ = run(capsys, "--json", "-")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["schema"] == "xpuperf.plan/1"
+    assert doc["cluster"] == {"name": "dgx-a100", "cards_per_node": 8}
+    assert doc["workload"]["name"] == "resnet50"
+    assert [r["cards"] for r in doc["scaling"]] == [1, 8, 16, 32, 64, 128, 256, 512, 1024]
+    first = doc["scaling"][0]
+    assert first["speedup"] == 1.0
+    assert set(first["breakdown"]) == {"compute_s", "exposed_comm_s", "input_stall_s",
+                                       "straggler_s", "other_s"}  # fmt: skip
+    for row in doc["scaling"]:
+        assert set(row) >= {"cards", "speedup", "step_time_s", "breakdown"}
+        assert sum(row["breakdown"].values()) == pytest.approx(row["step_time_s"])
+    assert doc["target_cards"] == 1024
+    assert any("example" in n for n in doc["notes"])
+
+
+def test_fixes_in_json(capsys) -> None:
+    code, out, _ = run(capsys, "--topology", "pcie-8gpu-2socket", "--model", "bert_large",
+                       "--step-time", "0.4", "--cards", "1,8,64,1024", "--algorithm", "ring",
+                       "--json", "-")  # fmt: skip
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["fixes"]
+    for f in doc["fixes"]:
+        assert set(f) >= {"name", "setting", "speedup_before", "speedup_after", "gain"}
+        assert f["gain"] == pytest.approx(f["speedup_after"] - f["speedup_before"])
+    gains = [f["gain"] for f in doc["fixes"]]
+    assert gains == sorted(gains, reverse=True)
+
+
+def test_terminal_output(capsys) -> None:
+    args = ["--cards-per-node", "8", "--nodes", "16", "--nic-speed", "100Gbps", "--model", "gpt2"]
+    code, out, _ = run(capsys, *args, "--step-time", "0.3", "--cards", "1,8,128")
+    assert code == 0
+    assert "Scaling" in out
+    assert "speedup" in out
+
+
+def test_json_file_and_nic_override(capsys, tmp_path: Path) -> None:
+    path = tmp_path / "plan.json"
+    code, _, _ = run(capsys, "--topology", "dgx-a100", "--nics-per-node", "1", "--nic-speed",
+                     "100Gbps", "--params", "100000000", "--step-time", "0.2", "--cards",
+                     "8,64", "--json", str(path), "--quiet")  # fmt: skip
+    assert code == 0
+    doc = json.loads(path.read_text())
+    assert doc["workload"]["n_params"] == 100_000_000
+    assert any(f["name"] == "NIC per card" for f in doc["fixes"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--model", "nope", "--step-time", "1"], "unknown model"),
+        (["--model", "resnet50", "--step-time", "-1"], "--step-time must be"),
+        (["--model", "resnet50", "--params", "10", "--step-time", "1"], "not both"),
+        (["--model", "resnet50"], "--step-time"),
+        (
+            ["--nodes", "2", "--model", "resnet50", "--step-time", "0.1", "--cards", "64"],
+            "more than the topology",
+        ),
+        (["--model", "resnet50", "--step-time", "0.1", "--cards", "12"], "multiple of 8"),
+        (["--topology", "nope"], "neither a file nor a preset"),
+        (["--algorithm", "hdrm", "--model", "resnet50", "--step-time", "0.1"], "BiGraph"),
+        (
+            ["--algorithm", "magic", "--model", "resnet50", "--step-time", "0.1"],
+            "unknown algorithm",
+        ),
+        (["--cards", "1,x"], "--cards"),
+        (["--nic-speed", "fast", "--model", "resnet50", "--step-time", "0.1"], "--nic-speed"),
+        (["--dtype", "int4", "--model", "resnet50", "--step-time", "0.1"], "dtype"),
+    ],
+)
+def test_bad_inputs_exit_2_with_one_line(capsys, args: list[str], message: str) -> None:
+    code, _out, err = run(capsys, *args)
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1

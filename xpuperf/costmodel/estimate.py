@@ -1,0 +1,361 @@
+"""Step time, its breakdown and speedup at each card count: the cost model put together.
+
+For N cards (G per node; N < G is one partial node, otherwise G must divide N):
+
+    step(N) = T_compute + exposed_comm + other + input_stall + straggler
+
+- T_compute: the single-card step time given (``step_time_s``); backward is
+  ``backward_fraction`` of it (default 2/3: backward ≈ 2 × forward).
+- exposed_comm and other: gradients bucketed by the framework's rules, each bucket allreduced in
+  FIFO order as soon as it is ready, overlapping backward (formulas.md §4, MG-WFBP recurrence;
+  :mod:`.overlap`). Bucket allreduce times from :mod:`.comm` (formulas.md §1–2). ``other`` is the
+  compute slowdown while communication runs (Calculon: 15 % with NVLink-class intra traffic, 2 %
+  otherwise).
+- input_stall: max(0, P − T_compute) for a per-step input time P (formulas.md §5 steady state;
+  prefetch depth cannot hide a deficit).
+- straggler: E[max over N ranks] − mean of the per-rank compute for a coefficient of variation
+  ``compute_cv`` (normal, formulas.md §6) plus a deterministic slowest-card factor.
+
+speedup(N) = step(1) / step(N): per-card throughput relative to ONE card alone at the same
+per-card batch (background.md rule 2) — T_compute / (T_compute + exposed non-compute) when one
+card alone has no input stall. Exactly 1.0 at N = 1. Seconds throughout.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import numpy as np
+
+from xpuperf.costmodel import comm, scale
+from xpuperf.costmodel import overlap as ov
+from xpuperf.costmodel.checks import CostModelError, nonneg, positive, positive_int
+from xpuperf.costmodel.levels import NVLINK_LIKE, LinkLevels
+from xpuperf.costmodel.workloads import Workload, dtype_bytes
+from xpuperf.topology.model import Cluster
+
+DEFAULT_CARDS: tuple[int, ...] = (1, 8, 16, 32, 64, 128, 256, 512, 1024)
+MAX_CARDS = 100_000
+FRAMEWORKS: tuple[str, ...] = ("ddp", "horovod", "deepspeed", "tensor")
+"""Bucketing rules: PyTorch DDP, Horovod fusion, DeepSpeed ZeRO, or one allreduce per tensor."""
+BACKWARD_FRACTION = 2 / 3
+"""Share of the single-card step spent in backward (backward ≈ 2 × forward FLOPs)."""
+RING_ORDERS: tuple[str, ...] = ("node-contiguous", "interleaved")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The knobs a plan (and each fix) is evaluated with.
+
+    Attributes:
+        algorithm: one of :data:`~xpuperf.costmodel.comm.USER_ALGORITHMS`.
+        framework: one of :data:`FRAMEWORKS`.
+        bucket_mb: bucket / fusion size in MiB (None: the framework default: DDP 25, Horovod 128,
+            DeepSpeed 5e8 elements).
+        dtype: gradient dtype (fp32, fp16, bf16).
+        ring_order: ``node-contiguous`` or ``interleaved`` (the flat ring's rank order).
+        nic_per_card: what-if — every card gets a NIC of the node's NIC speed.
+        backward_fraction: share of the step in backward.
+        slowdown: compute slowdown while communicating (None: Calculon by link kind).
+        input_time_s: per-step input (producer) time per card, None: not modelled.
+        compute_cv: coefficient of variation of per-rank compute (random stragglers).
+        slowest_factor: the slowest card's compute relative to the mean (≥ 1).
+    """
+
+    algorithm: str = "auto"
+    framework: str = "ddp"
+    bucket_mb: float | None = None
+    dtype: str = "fp32"
+    ring_order: str = "node-contiguous"
+    nic_per_card: bool = False
+    backward_fraction: float = BACKWARD_FRACTION
+    slowdown: float | None = None
+    input_time_s: float | None = None
+    compute_cv: float = 0.0
+    slowest_factor: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.algorithm.lower() not in comm.USER_ALGORITHMS:
+            raise CostModelError(
+                f"unknown algorithm {self.algorithm!r}; "
+                f"use one of {', '.join(comm.USER_ALGORITHMS)}"
+            )
+        if self.framework not in FRAMEWORKS:
+            raise CostModelError(
+                f"unknown framework {self.framework!r}; use one of {', '.join(FRAMEWORKS)}"
+            )
+        if self.ring_order not in RING_ORDERS:
+            raise CostModelError(f"ring order must be one of {', '.join(RING_ORDERS)}")
+        if self.bucket_mb is not None:
+            positive("bucket size (MiB)", self.bucket_mb)
+        dtype_bytes(self.dtype)
+        f = nonneg("backward_fraction", self.backward_fraction)
+        if f > 1:
+            raise CostModelError(f"backward_fraction must be within 0..1, got {f}")
+        if self.slowdown is not None:
+            nonneg("slowdown", self.slowdown)
+        if self.input_time_s is not None:
+            nonneg("input time (s)", self.input_time_s)
+        nonneg("compute_cv", self.compute_cv)
+        if self.slowest_factor < 1:
+            raise CostModelError(f"slowest_factor must be >= 1, got {self.slowest_factor}")
+
+
+@dataclass(frozen=True)
+class Point:
+    """The estimate at one card count (seconds; ``speedup`` relative to one card alone)."""
+
+    cards: int
+    nodes: int
+    step_time_s: float
+    speedup: float
+    compute_s: float
+    exposed_comm_s: float
+    input_stall_s: float
+    straggler_s: float
+    other_s: float
+    comm_s: float
+    algorithm: str
+    n_buckets: int
+    throughput_samples_per_s: float | None = None
+
+    @property
+    def breakdown(self) -> dict[str, float]:
+        """Seconds per part: compute, exposed_comm, input_stall, straggler, other."""
+        return {
+            "compute_s": self.compute_s,
+            "exposed_comm_s": self.exposed_comm_s,
+            "input_stall_s": self.input_stall_s,
+            "straggler_s": self.straggler_s,
+            "other_s": self.other_s,
+        }
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Result of :func:`estimate`: one :class:`Point` per card count, and what was assumed."""
+
+    cluster: str
+    cards_per_node: int
+    workload: str
+    n_params: int
+    grad_bytes: int
+    step_time_s: float
+    batch_size: float | None
+    settings: Settings
+    points: tuple[Point, ...]
+    assumptions: tuple[str, ...] = field(default_factory=tuple)
+
+    def at(self, cards: int) -> Point:
+        """The point for ``cards``; KeyError if it was not estimated."""
+        for p in self.points:
+            if p.cards == cards:
+                return p
+        raise KeyError(cards)
+
+
+class Planner:
+    """A cluster and a workload, prepared once, evaluated for any card count and settings.
+
+    Args:
+        cluster: the topology (its first node stands for every node; ``cluster`` capacity =
+            nodes × cards is the largest card count accepted).
+        workload: gradient tensors (:func:`~xpuperf.costmodel.workloads.model`).
+        step_time_s: single-card step time, seconds (> 0).
+        batch_size: samples per card per step (for throughput), optional.
+    """
+
+    def __init__(self, cluster: Cluster, workload: Workload, step_time_s: float,
+                 batch_size: float | None = None) -> None:  # fmt: skip
+        if not cluster.nodes or not cluster.nodes[0].devices:
+            raise CostModelError("the topology has no nodes or no cards")
+        self.cluster = cluster
+        self.workload = workload
+        self.step_time_s = positive("single-card step time (s)", step_time_s)
+        if not math.isfinite(self.step_time_s):
+            raise CostModelError("single-card step time must be finite")
+        self.batch_size = None if batch_size is None else positive("batch size", batch_size)
+        self.g = len(cluster.nodes[0].devices)
+        self.capacity = sum(len(n.devices) for n in cluster.nodes)
+        self.cc = comm.comp_cap(cluster)
+        npl = cluster.network.nodes_per_leaf
+        self.ranks_per_leaf = npl * self.g if npl else None
+        self._levels: dict[int, LinkLevels] = {}
+        self._curves: dict[tuple, comm.Curve] = {}
+        self._buckets: dict[tuple, tuple[np.ndarray, list[float]]] = {}
+
+    @cached_property
+    def full_levels(self) -> LinkLevels:
+        """Link levels of a whole node."""
+        return comm.cluster_levels(self.cluster)
+
+    def levels(self, cards: int, settings: Settings) -> LinkLevels:
+        """Levels for ``cards`` (a partial node below G), with the NIC-per-card what-if."""
+        g = min(cards, self.g)
+        if g not in self._levels:
+            self._levels[g] = (
+                self.full_levels if g == self.g else comm.cluster_levels(self.cluster, g)
+            )
+        lv = self._levels[g]
+        if settings.nic_per_card and math.isfinite(lv.leader_net_bw_GBps):
+            lv = replace(lv, card_net_bw_GBps=lv.leader_net_bw_GBps,
+                         node_net_bw_GBps=lv.leader_net_bw_GBps * lv.cards_per_node)  # fmt: skip
+        if settings.ring_order == "interleaved" and cards > self.g:
+            # every ring edge leaves its node: G edges share the node's NICs (ringorder.py)
+            lv = replace(lv, intra_latency_us=lv.net_latency_us,
+                         node_net_bw_GBps=lv.node_net_bw_GBps / lv.cards_per_node,
+                         intra_bw_GBps=min(lv.intra_bw_GBps, lv.node_net_bw_GBps / lv.cards_per_node))  # fmt: skip  # noqa: E501
+        return lv
+
+    def check_cards(self, cards: int) -> int:
+        """Number of nodes for ``cards``; raises :class:`CostModelError` when it does not fit."""
+        n = positive_int("cards", cards)
+        if n > MAX_CARDS:
+            raise CostModelError(f"{n} cards is beyond the supported {MAX_CARDS}")
+        if n > self.capacity:
+            raise CostModelError(
+                f"{n} cards is more than the topology's {self.capacity} "
+                f"({len(self.cluster.nodes)} nodes × {self.g}); give more nodes (--nodes)"
+            )
+        if n > self.g and n % self.g:
+            raise CostModelError(
+                f"{n} cards do not fill nodes of {self.g} cards; use a multiple of {self.g} "
+                f"(or fewer than {self.g} cards: one partial node)"
+            )
+        return max(1, n // self.g)
+
+    def curve(self, algorithm: str, cards: int, settings: Settings) -> comm.Curve:
+        """Allreduce curve of a concrete algorithm (user name) at ``cards``."""
+        key = (algorithm, cards, settings.nic_per_card, settings.ring_order)
+        if key not in self._curves:
+            lv = self.levels(cards, settings)
+            algo = comm.resolve(algorithm, self.cluster) if cards > 1 else "ring"
+            self._curves[key] = comm.curve(algo, cards, lv, compute_capability=self.cc,
+                                           ranks_per_leaf=self.ranks_per_leaf)  # fmt: skip
+        return self._curves[key]
+
+    def buckets(self, settings: Settings) -> tuple[np.ndarray, list[float]]:
+        """(bucket bytes, ready times in backward-seconds) for the framework's rules."""
+        key = (settings.framework, settings.bucket_mb, settings.dtype, settings.backward_fraction)
+        if key not in self._buckets:
+            sizes = self.workload.backward_sizes_B(settings.dtype)
+            fw, mb = settings.framework, settings.bucket_mb
+            if fw == "ddp":
+                b = ov.ddp_buckets(sizes, mb or ov.DDP_BUCKET_CAP_MB)
+            elif fw == "horovod":
+                b = ov.horovod_buckets(sizes, mb or ov.HOROVOD_FUSION_MB)
+            elif fw == "deepspeed":
+                eb = dtype_bytes(settings.dtype)
+                elems = mb * ov.MiB / eb if mb else ov.DEEPSPEED_REDUCE_BUCKET_ELEMENTS
+                b = ov.deepspeed_buckets(sizes, eb, elems)
+            else:
+                b = [[i] for i in range(len(sizes))]
+            t_bwd = self.step_time_s * settings.backward_fraction
+            ready = ov.ready_times(sizes, b, t_bwd)
+            self._buckets[key] = (np.asarray(ov.bucket_bytes(sizes, b)), ready)
+        return self._buckets[key]
+
+    def _comm(self, algorithm: str, cards: int, settings: Settings, sizes: np.ndarray):
+        if algorithm != "nccl":
+            return self.curve(algorithm, cards, settings).time_s(sizes), algorithm
+        lv = self.levels(cards, settings)
+        picks = comm.nccl_algorithms(sizes, cards, lv, self.cc)
+        times = np.empty_like(sizes)
+        for a in set(picks):
+            mask = np.array([p == a for p in picks])
+            times[mask] = self.curve(a, cards, settings).time_s(sizes[mask])
+        return times, "nccl:" + "+".join(sorted(set(picks)))
+
+    def point(self, cards: int, settings: Settings | None = None) -> Point:
+        """The :class:`Point` at ``cards`` (see the module docstring for the formula)."""
+        s = settings or Settings()
+        nodes = self.check_cards(cards)
+        t_c = self.step_time_s
+        stall = max(0.0, s.input_time_s - t_c) if s.input_time_s is not None else 0.0
+        if cards == 1:
+            return self._make(1, 1, t_c, 0.0, stall, 0.0, 0.0, 0.0, "none", 0)
+        sizes, ready = self.buckets(s)
+        t_bwd = t_c * s.backward_fraction
+        algos = comm.candidates(self.cluster) if s.algorithm == "auto" else (s.algorithm,)
+        best = None
+        for algo in algos:
+            times, name = self._comm(algo, cards, s, sizes)
+            sigma = self._slowdown(cards, s)
+            res = ov.overlap(ready, times, t_bwd, sigma)
+            total = res.exposed_s + res.slowdown_s
+            if best is None or total < best[0] - 1e-15:
+                best = (total, res, float(times.sum()), name)
+        _, res, comm_s, name = best
+        strag = scale.random_straggler_s(t_c, s.compute_cv, cards)
+        strag += scale.deterministic_straggler_s(t_c, s.slowest_factor)
+        return self._make(cards, nodes, t_c, res.exposed_s, stall, strag, res.slowdown_s, comm_s,
+                          name, len(sizes))  # fmt: skip
+
+    def _slowdown(self, cards: int, s: Settings) -> float:
+        if s.slowdown is not None:
+            return s.slowdown
+        lv = self.levels(cards, s)
+        nvl = lv.intra_kind in NVLINK_LIKE and min(cards, self.g) > 1
+        return ov.CALCULON_SLOWDOWN["nvlink" if nvl else "ib"]
+
+    def _make(self, cards, nodes, t_c, exposed, stall, strag, other, comm_s, algo, nb) -> Point:
+        step = t_c + exposed + stall + strag + other
+        single = t_c + stall
+        thr = None if self.batch_size is None else self.batch_size * cards / step
+        return Point(cards, nodes, step, 1.0 if cards == 1 else single / step, t_c, exposed,
+                     stall, strag, other, comm_s, algo, nb, thr)  # fmt: skip
+
+    def estimate(self, cards: Sequence[int] = DEFAULT_CARDS,
+                 settings: Settings | None = None) -> Estimate:  # fmt: skip
+        """Points for every card count (sorted, duplicates dropped)."""
+        s = settings or Settings()
+        counts = sorted({positive_int("cards", c) for c in cards})
+        if not counts:
+            raise CostModelError("give at least one card count")
+        for c in counts:
+            self.check_cards(c)
+        pts = tuple(self.point(c, s) for c in counts)
+        lv = self.full_levels
+        return Estimate(
+            self.cluster.name or self.cluster.nodes[0].name, self.g, self.workload.name,
+            self.workload.n_params, self.workload.grad_bytes(s.dtype), self.step_time_s,
+            self.batch_size, s, pts, self.assumptions(lv, s),
+        )  # fmt: skip
+
+    def assumptions(self, lv: LinkLevels, s: Settings) -> tuple[str, ...]:
+        """What the estimate assumed, one sentence each (for reports)."""
+        slow = "15 % (NVLink) / 2 %" if s.slowdown is None else f"by {s.slowdown:g}"
+        return (
+            f"all nodes like the first: intra ring {lv.intra_bw_GBps:g} GB/s, network "
+            f"{lv.card_net_bw_GBps:g} GB/s per card / {lv.node_net_bw_GBps:g} GB/s per node",
+            f"backward = {s.backward_fraction:.2f} of the single-card step; gradients ready in "
+            "proportion to their size",
+            "NCCL latencies and protocol shares (formulas.md §2); compute slowed "
+            f"{slow} while communicating (Calculon)",
+        )
+
+
+def estimate(
+    cluster: Cluster,
+    workload: Workload,
+    *,
+    step_time_s: float,
+    cards: Sequence[int] = DEFAULT_CARDS,
+    batch_size: float | None = None,
+    **settings: object,
+) -> Estimate:
+    """Step time, breakdown and speedup of ``workload`` on ``cluster`` for each card count.
+
+    Keyword settings: see :class:`Settings` (``algorithm="auto"``, ``framework="ddp"``,
+    ``bucket_mb=None``, ``dtype="fp32"``, ``backward_fraction=2/3``, …). Raises
+    :class:`CostModelError` for bad or contradictory inputs (cards beyond the topology, not a
+    multiple of the node size, unknown algorithm, …).
+    """
+    try:
+        s = Settings(**settings)  # type: ignore[arg-type]
+    except TypeError as e:
+        raise CostModelError(f"unknown setting: {e}") from None
+    return Planner(cluster, workload, step_time_s, batch_size).estimate(cards, s)

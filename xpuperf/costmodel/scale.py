@@ -1,0 +1,68 @@
+"""Scale effects: what a synchronous step waits for beyond the mean compute (formulas.md §6).
+
+- Random stragglers: per-rank compute time X i.i.d.; every step waits for the maximum over N
+  ranks, E[max] = ∫ x d(F(x)^N). :func:`expected_max_normal` evaluates it for a normal F
+  (coefficient of variation ``cv`` of the per-rank step compute);
+  :func:`expected_max_empirical` for measured samples (empirical CDF, no tail fit yet: beyond
+  the data it saturates at the sample maximum, an underestimate for N far above the sample count).
+- Deterministic stragglers: the step is at least the slowest card's compute — a constant factor
+  :func:`deterministic_straggler_s`.
+
+Times in seconds.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from scipy import stats
+
+from xpuperf.costmodel.checks import CostModelError, nonneg, positive_int
+
+_GRID = np.linspace(-12.0, 12.0, 24001)
+
+
+@lru_cache(maxsize=1024)
+def expected_max_std_normal(n: int) -> float:
+    """E[max of n i.i.d. standard normals] = ∫ x · n φ(x) Φ(x)^(n−1) dx (trapezoid on a fine
+    grid; 0 for n = 1, 0.5642 for n = 2, 3.2414 for n = 1000). Source: formulas.md §6 (order
+    statistics)."""
+    n = positive_int("n", n)
+    if n == 1:
+        return 0.0
+    log_cdf = stats.norm.logcdf(_GRID)
+    dens = n * np.exp(stats.norm.logpdf(_GRID) + (n - 1) * log_cdf)
+    return float(np.trapezoid(_GRID * dens, _GRID))
+
+
+def expected_max_normal(mean_s: float, cv: float, n: int) -> float:
+    """E[max over n ranks] of per-rank compute ~ Normal(mean, (cv·mean)²), seconds
+    (formulas.md §6)."""
+    m = nonneg("mean compute time", mean_s)
+    return m + nonneg("cv", cv) * m * expected_max_std_normal(n)
+
+
+def random_straggler_s(mean_s: float, cv: float, n: int) -> float:
+    """Expected wait for the slowest of n ranks beyond the mean: E[max] − mean, seconds."""
+    return expected_max_normal(mean_s, cv, n) - nonneg("mean compute time", mean_s)
+
+
+def expected_max_empirical(samples_s: np.ndarray | list[float], n: int) -> float:
+    """E[max of n draws] from the empirical distribution of ``samples_s``: Σ x_(k) ·
+    ((k/m)^n − ((k−1)/m)^n) over the sorted samples (formulas.md §6, without the tail fit)."""
+    x = np.sort(np.asarray(samples_s, dtype=float))
+    if x.size == 0 or not np.all(np.isfinite(x)):
+        raise CostModelError("give at least one finite per-rank time sample")
+    n = positive_int("n", n)
+    k = np.arange(1, x.size + 1) / x.size
+    w = k**n - (k - 1 / x.size) ** n
+    return float(np.dot(x, w))
+
+
+def deterministic_straggler_s(mean_s: float, slowest_factor: float) -> float:
+    """A card always ``slowest_factor`` × slower (≥ 1): the step waits (factor − 1) × mean."""
+    f = nonneg("slowest factor", slowest_factor)
+    if f < 1:
+        raise CostModelError(f"the slowest card's factor must be >= 1, got {slowest_factor}")
+    return (f - 1) * nonneg("mean compute time", mean_s)

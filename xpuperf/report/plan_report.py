@@ -1,0 +1,125 @@
+"""Renderers of ``xpuperf plan``: the JSON document (schema ``xpuperf.plan/1``) and the terminal.
+
+Keys CI jobs may rely on (a contract; additions only within /1): ``scaling[]`` with ``cards``,
+``speedup``, ``step_time_s``, ``breakdown`` (``compute_s``, ``exposed_comm_s``,
+``input_stall_s``, ``straggler_s``, ``other_s``); ``fixes[]`` with ``name``, ``setting``,
+``speedup_before``, ``speedup_after``, ``gain`` (best first); ``target_cards``. Seconds
+throughout; NaN and infinities become null.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from xpuperf import __version__
+from xpuperf.advice.plan import PlanResult
+from xpuperf.report.json_report import _clean
+
+SCHEMA = "xpuperf.plan/1"
+
+
+def to_dict(result: PlanResult) -> dict[str, Any]:
+    """The ``xpuperf.plan/1`` document of a plan."""
+    e = result.estimate
+    return _clean(
+        {
+            "schema": SCHEMA,
+            "xpuperf_version": __version__,
+            "cluster": {"name": e.cluster, "cards_per_node": e.cards_per_node},
+            "workload": {
+                "name": e.workload,
+                "n_params": e.n_params,
+                "grad_bytes": e.grad_bytes,
+                "step_time_s": e.step_time_s,
+                "batch_size": e.batch_size,
+            },
+            "settings": dataclasses.asdict(e.settings),
+            "target_cards": result.target_cards,
+            "scaling": [
+                {
+                    "cards": p.cards,
+                    "nodes": p.nodes,
+                    "speedup": p.speedup,
+                    "step_time_s": p.step_time_s,
+                    "breakdown": p.breakdown,
+                    "algorithm": p.algorithm,
+                    "n_buckets": p.n_buckets,
+                    "comm_s": p.comm_s,
+                    "throughput_samples_per_s": p.throughput_samples_per_s,
+                }
+                for p in e.points
+            ],
+            "fixes": [
+                {
+                    "name": f.name,
+                    "lever": f.lever,
+                    "setting": f.setting,
+                    "cards": f.cards,
+                    "speedup_before": f.speedup_before,
+                    "speedup_after": f.speedup_after,
+                    "gain": f.gain,
+                    "reason": f.reason,
+                    "changes_math": f.changes_math,
+                }
+                for f in result.fixes
+            ],
+            "assumptions": list(e.assumptions),
+            "notes": list(result.notes),
+        }
+    )
+
+
+def render_json(result: PlanResult) -> str:
+    """:func:`to_dict` as indented JSON text with a final newline."""
+    return json.dumps(to_dict(result), indent=2, ensure_ascii=False) + "\n"
+
+
+def _ms(x: float) -> str:
+    return f"{x * 1e3:.1f}"
+
+
+def render_terminal(result: PlanResult, console: Console) -> None:
+    """Scaling table, ranked fixes and assumptions."""
+    e = result.estimate
+    gb = e.grad_bytes / 1e9
+    console.print(
+        f"{e.workload}: {e.n_params:,} parameters ({gb:.3g} GB of {e.settings.dtype} gradients), "
+        f"single-card step {e.step_time_s:g} s; {e.cluster}, {e.cards_per_node} cards per node; "
+        f"{e.settings.framework}, algorithm {e.settings.algorithm}",
+        markup=False,
+    )
+    table = Table(title="Scaling (times in ms)", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False)  # fmt: skip
+    for col in ("cards", "speedup", "step", "compute", "comm", "stall", "strag", "other",
+                "algorithm", "samples/s"):  # fmt: skip
+        table.add_column(col, justify="left" if col == "algorithm" else "right", no_wrap=True,
+                         min_width=max(len(col), 7))  # fmt: skip
+    for p in e.points:
+        b = p.breakdown
+        thr = "" if p.throughput_samples_per_s is None else f"{p.throughput_samples_per_s:,.0f}"
+        table.add_row(
+            str(p.cards), f"{p.speedup:.3f}", _ms(p.step_time_s), _ms(b["compute_s"]),
+            _ms(b["exposed_comm_s"]), _ms(b["input_stall_s"]), _ms(b["straggler_s"]),
+            _ms(b["other_s"]), p.algorithm, thr,
+        )  # fmt: skip
+    console.print(table)
+    console.print("comm = exposed communication; other = compute slowed by overlapping comm",
+                  style="dim", markup=False)  # fmt: skip
+    if not result.fixes:
+        console.print(f"No fix gains 0.05 speedup points or more at {result.target_cards} cards.")
+    else:
+        console.print(f"Ranked fixes at {result.target_cards} cards:")
+        for i, f in enumerate(result.fixes, 1):
+            name = f.name + (" (CHANGES THE MATH)" if f.changes_math else "")
+            console.print(f"{i}. {name}: speedup {f.speedup_before:.3f} → {f.speedup_after:.3f} "
+                          f"(+{f.gain:.3f})", markup=False)  # fmt: skip
+            console.print(f"   set: {f.setting}", markup=False)
+            console.print(f"   why: {f.reason}", markup=False, style="dim")
+    for line in (*e.assumptions, *result.notes):
+        console.print(f"  · {line}", style="dim", markup=False)
