@@ -37,6 +37,7 @@ from xpuperf.readers.base import (
     RawTable,
     Source,
 )
+from xpuperf.readers.formats.console import first_text_line
 from xpuperf.readers.generic import GENERIC_FORMATS
 from xpuperf.readers.paths import Found, expand
 
@@ -58,6 +59,9 @@ FORMATS: list[Format] = list(GENERIC_FORMATS)
 """Known formats in sniffing order: framework-specific ones first, then the generic ones."""
 SNIFFED_EXTENSIONS: tuple[str, ...] = (".log", ".txt", ".out")
 """Extensions whose format is decided by content (``sniff``)."""
+SNIFF_LINES = 2000
+"""Lines of the head (at most HEAD_BYTES) that ``sniff`` functions see: framework logs often start
+with hundreds of lines of configuration before the first step line."""
 
 
 @dataclass
@@ -185,7 +189,7 @@ def choose_format(src: Source, found: Found, forced: Format | None) -> Format | 
             return f
     if b"\x00" in src.head[:BINARY_PROBE]:
         return None
-    lines = src.first_lines()
+    lines = src.first_lines(SNIFF_LINES)
     for f in FORMATS:
         if not f.binary and f.sniff(lines):
             return f
@@ -201,10 +205,14 @@ def _read_one(found: Found, forced: Format | None) -> tuple[Source, RawTable] | 
         _check_text(src)
     if fmt is None:
         names = ", ".join(f.name for f in FORMATS)
+        first = first_text_line(src)
+        quote = f"; line {first[0]} reads {first[1][:120]!r}" if first else ""
         raise InputError(
             "cannot tell the format: the extension is not known and the first lines look like "
-            f"none of {names}; rename the file or pass --format NAME",
+            f"none of the formats tried ({names}){quote}; rename the file or pass --format NAME "
+            "(xpuperf formats lists them with an example line each)",
             src.name,
+            first[0] if first else None,
         )
     return src, fmt.read(src)
 
@@ -264,6 +272,7 @@ def read_logs(
     for p in parts:
         df, warns = build.finish(p)
         warnings.extend(warns)
+        warnings.extend(f"{p.src.name}: {note}" for note in getattr(p.raw, "notes", ()))
         skipped += sum(d.count for d in p.raw.drops) + sum(n for _, n, _ in p.pending)
         if df.empty and (p.pending or p.raw.drops):
             warnings.append(f"{p.src.name}: no usable rows remain in this file")
@@ -309,3 +318,13 @@ def _nothing_usable(parts: list[build.Part], warnings: list[str]) -> InputError:
             line,
         )
     return InputError(f"no usable rows in any of the {len(parts)} files{detail}; {advice}")
+
+
+def _register_framework_formats() -> None:
+    from xpuperf.readers.formats import FRAMEWORK_FORMATS
+
+    for f in FRAMEWORK_FORMATS:
+        register_format(f)
+
+
+_register_framework_formats()

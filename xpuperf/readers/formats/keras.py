@@ -1,0 +1,53 @@
+"""TensorFlow 2 Keras ``TimeHistory`` callback (tf-models official ``keras_utils``, 2019–2022).
+
+Step line (chief worker; examples/second of the WHOLE job)::
+
+    I0826 15:13:29.256277 140405777909504 keras_utils.py:133] TimeHistory: 39.13 seconds,
+    327.08 examples/second between steps 100 and 200
+
+Columns (one row per window, read as one rank): ``step`` = the window's last step;
+``step_time_s`` = seconds / (steps in the window); ``samples`` = examples/second × step time
+(the GLOBAL batch, rounded when within 2 % of an integer).
+"""
+
+from __future__ import annotations
+
+import re
+
+from xpuperf.readers.base import Source
+from xpuperf.readers.formats import console
+from xpuperf.readers.formats.table import Rows, TextTable, job_level_note, near_int
+
+NAME = "keras"
+EXAMPLE = "TimeHistory: 39.13 seconds, 327.08 examples/second between steps 100 and 200"
+LINE = re.compile(
+    r"TimeHistory: ([\d.]+) seconds, ([\d.]+) examples/second between steps (\d+) and (\d+)"
+)
+
+
+def sniff(lines: list[str]) -> bool:
+    """A ``TimeHistory: … examples/second between steps`` line."""
+    return any("TimeHistory:" in x and LINE.search(x) for x in lines)
+
+
+def read(src: Source) -> TextTable:
+    """Parse Keras TimeHistory lines (see the module docstring)."""
+    rows = Rows()
+    bad: list[int] = []
+    for n, _tag, text in console.iter_lines(src, bad):
+        if "TimeHistory:" not in text:
+            continue
+        m = LINE.search(text)
+        if m is None:
+            rows.drop("'TimeHistory:' line that does not parse (cut line?)", n)
+            continue
+        secs, rate, a, b = float(m.group(1)), float(m.group(2)), int(m.group(3)), int(m.group(4))
+        if b <= a:
+            rows.drop("TimeHistory window with no steps", n)
+            continue
+        st = secs / (b - a)
+        rows.add(n, step=float(b), step_time_s=st, samples=near_int(rate * st))
+    rows.undecodable(bad)
+    out = rows.table(src, "Keras 'TimeHistory: … examples/second between steps' line", EXAMPLE)
+    out.notes.append(job_level_note("samples = examples/second × step time, the global batch"))
+    return out

@@ -1,0 +1,69 @@
+"""torchtitan (PyTorch, 2024–2026) metric lines.
+
+Step line (printed by every rank, usually without a rank tag)::
+
+    [titan] 2026-02-24 19:46:17,508 - root - INFO - step:  4  loss:  7.62585  grad_norm: 26.6250
+    memory: 66.91GiB(37.51%)  tps: 10,050  tflops: 314.71  mfu: 13.99%
+
+torchtitan prints no step time: it is derived from the timestamps of consecutive lines of a rank
+(``t_end_s``; the first line has no predecessor and is skipped with a warning). ``tps`` (tokens/s
+per device, formerly ``wps``) is not a sample count and is not used. Lines with a launcher rank
+prefix (``[rank3]:``) are read per rank; without prefixes, repeated lines of one step (one per
+rank) are deduplicated — the first is kept — and a note says how many ranks printed the step.
+"""
+
+from __future__ import annotations
+
+import re
+
+from xpuperf.readers.base import Source
+from xpuperf.readers.formats import console
+from xpuperf.readers.formats.table import Rows, TextTable
+
+NAME = "torchtitan"
+EXAMPLE = (
+    "[titan] 2026-02-24 19:46:17,508 - root - INFO - step:  4  loss:  7.62585  "
+    "memory: 66.91GiB(37.51%)  tps: 10,050  tflops: 314.71  mfu: 13.99%"
+)
+LINE = re.compile(r"^(?:\[titan\]\s*)?(.*?) - root - INFO - step:\s*(\d+)\s+loss:")
+
+
+def sniff(lines: list[str]) -> bool:
+    """A ``- root - INFO - step: N  loss:`` line."""
+    return any(" - root - INFO - step:" in x and LINE.match(console.clean(x)[1]) for x in lines)
+
+
+def read(src: Source) -> TextTable:
+    """Parse torchtitan metric lines (see the module docstring)."""
+    rows = Rows()
+    bad: list[int] = []
+    seen: dict[tuple[int | None, int], int] = {}
+    for n, tag, text in console.iter_lines(src, bad):
+        if "step:" not in text:
+            continue
+        m = LINE.match(text)
+        if m is None:
+            continue
+        step = int(m.group(2))
+        key = (tag, step)
+        if key in seen:
+            seen[key] += 1
+            continue
+        seen[key] = 1
+        ts = console.timestamp(m.group(1))
+        if ts is None:
+            rows.drop("torchtitan step line without a timestamp", n)
+            continue
+        rows.add(
+            n, step=float(step), t_end_s=ts, **({"rank": float(tag)} if tag is not None else {})
+        )
+    rows.undecodable(bad)
+    out = rows.table(src, "torchtitan '- root - INFO - step: N  loss:' line", EXAMPLE)
+    repeats = [c for (tag, _), c in seen.items() if tag is None]
+    if repeats and max(repeats) > 1:
+        out.notes.append(
+            f"torchtitan: each step was printed up to {max(repeats)} times without a rank tag "
+            "(once per rank); kept the first line of each step and read the log as one rank; "
+            "step time = difference of consecutive timestamps"
+        )
+    return out
