@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from xpuperf.report.output import check_not_input, write_text_atomic
 from xpuperf.samples import DEFAULT_BASELINE, DEFAULT_RUN, samples_dir
+
+if TYPE_CHECKING:
+    from xpuperf.analysis.results import AnalyzeResult
 
 EPILOG = (
     "Columns read (case-insensitive, unit suffix _s/_ms/_us): step|iteration|iter, "
@@ -46,14 +50,37 @@ def analyze(
     json_out: Annotated[
         str | None, typer.Option("--json", help="Write the JSON result to PATH, or - for stdout.")
     ] = None,
+    html_out: Annotated[
+        str | None,
+        typer.Option("--html", help="Write a self-contained HTML report (opens offline) to PATH."),
+    ] = None,
+    md_out: Annotated[
+        str | None,
+        typer.Option(
+            "--markdown",
+            help="Write a Markdown summary to PATH (also appended to $GITHUB_STEP_SUMMARY "
+            "when that is set).",
+        ),
+    ] = None,
+    fail_on: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when EXPR holds, e.g. 'speedup<0.9', 'jitter.cv>0.05', 'stragglers>0', "
+            "'severity>=warning', 'code=XP101'. Repeatable or comma-separated. See docs/ci.md.",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary.")] = False,
     debug: Annotated[bool, typer.Option(help="Show tracebacks of internal errors.")] = False,
 ) -> None:
     """Find stragglers, FPS jitter and the compute/non-compute split in per-rank step logs."""
     # imported here so that `xpuperf --help` and other subcommands skip pandas/scipy start-up
+    from xpuperf import gates as gt
     from xpuperf.pipeline import analyze_logs
-    from xpuperf.report.json_report import render_json
+    from xpuperf.report.json_report import render_json, to_dict
     from xpuperf.report.terminal import render_terminal
+
+    gates = gt.parse_gates(fail_on)  # a malformed expression stops here, before any work
 
     err = Console(stderr=True, highlight=False)
     if not logs:
@@ -67,8 +94,10 @@ def analyze(
             markup=False,
         )
     inputs = [*logs, *([baseline] if baseline else [])]
-    if json_out and json_out != "-":
-        check_not_input(json_out, [p for p in inputs if Path(p).exists()])
+    existing = [p for p in inputs if Path(p).exists()]
+    for out in (json_out, html_out, md_out):
+        if out and out != "-":
+            check_not_input(out, existing)
     result = analyze_logs(
         logs,
         baseline=baseline,
@@ -83,8 +112,41 @@ def analyze(
         sys.stdout.write(render_json(result))
     elif json_out:
         write_text_atomic(json_out, render_json(result))
+    if html_out:
+        from xpuperf.report.html import render_html
+
+        write_text_atomic(html_out, render_html(result))
+    write_ci_outputs(result, md_out, err)
     if not quiet and json_out != "-":
         render_terminal(result, Console(highlight=False))
+    if gates:
+        outcome = gt.evaluate(gates, to_dict(result))
+        if not quiet:
+            for r in outcome:
+                err.print(
+                    f"gate {'FAILED' if r.failed else 'passed'}: {r.describe()}", markup=False
+                )
+        gt.enforce(outcome)
+
+
+def write_ci_outputs(result: AnalyzeResult, md_out: str | None, err: Console) -> None:
+    """Markdown to ``md_out`` and ``$GITHUB_STEP_SUMMARY``; annotations on stderr in Actions."""
+    from xpuperf.report.markdown import github_annotations, render_markdown
+
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if md_out or summary_path:
+        text = render_markdown(result)
+        if md_out:
+            write_text_atomic(md_out, text)
+        if summary_path:
+            try:
+                with Path(summary_path).open("a", encoding="utf-8") as fh:
+                    fh.write(text)
+            except OSError as e:
+                err.print(f"warning: cannot append to $GITHUB_STEP_SUMMARY: {e}", markup=False)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        for line in github_annotations(result):
+            print(line, file=sys.stderr)
 
 
 analyze.__doc__ = f"{analyze.__doc__}\n\n{EPILOG}"

@@ -15,6 +15,7 @@ import typer
 from xpuperf import __version__
 from xpuperf.cli import analyze as analyze_cmd
 from xpuperf.cli import calibrate as calibrate_cmd
+from xpuperf.cli import compare as compare_cmd
 from xpuperf.cli import formats as formats_cmd
 from xpuperf.cli import plan as plan_cmd
 from xpuperf.cli.topo import topo_app
@@ -48,6 +49,7 @@ def _root(
 app.command("analyze")(analyze_cmd.analyze)
 app.command("plan")(plan_cmd.plan)
 app.command("formats")(formats_cmd.formats)
+app.command("compare")(compare_cmd.compare)
 app.command("calibrate")(calibrate_cmd.calibrate)
 app.add_typer(topo_app, name="topo")
 

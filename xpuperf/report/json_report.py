@@ -85,6 +85,8 @@ def to_dict(result: AnalyzeResult) -> dict[str, Any]:
         },
         "findings": [f.to_dict() for f in result.findings],
         "warnings": result.read_warnings,
+        # per steady step: step, step_time_s, fps, spike — for `xpuperf compare` on saved JSON
+        "job_steps": result.job_steps,
     }
     return _clean(doc)
 

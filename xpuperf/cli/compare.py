@@ -1,0 +1,139 @@
+"""``xpuperf compare BASE CURRENT``: parse options, call :func:`~xpuperf.compare.compare_paths`.
+
+Register in ``xpuperf/cli/app.py`` with::
+
+    from xpuperf.cli import compare as compare_cmd
+    app.command("compare")(compare_cmd.compare)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from xpuperf.errors import UsageError
+from xpuperf.report.output import check_not_input, write_text_atomic
+
+if TYPE_CHECKING:
+    from xpuperf.compare import CompareResult
+
+_VERDICT_STYLE = {
+    "regression": "bold red",
+    "worse": "red",
+    "improvement": "green",
+    "better": "green",
+}
+
+
+def parse_fraction(text: str, option: str) -> float:
+    """``"5%"`` → 0.05, ``"0.05"`` → 0.05.
+
+    Raises:
+        UsageError: not a non-negative number or percentage.
+    """
+    t = text.strip()
+    try:
+        v = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise UsageError(f"{option} {text!r}: expected a fraction like 0.05 or 5%") from None
+    if not v >= 0:
+        raise UsageError(f"{option} {text!r}: must be ≥ 0")
+    return v
+
+
+def render_compare_terminal(result: CompareResult, console: Console) -> None:
+    """A rich table of the per-metric changes, the verdict and the caveats."""
+    from xpuperf.report.html import compare_table
+
+    console.print(
+        f"[bold]xpuperf compare[/] — base {escape(result.base.source)} vs current "
+        f"{escape(result.current.source)}"
+    )
+    t = compare_table(result)
+    tab = Table()
+    for c in t["columns"]:
+        tab.add_column(c)
+    for row in t["rows"]:
+        style = _VERDICT_STYLE.get(row[-1], "")
+        tab.add_row(
+            *[escape(c) for c in row[:-1]], f"[{style}]{escape(row[-1])}[/]" if style else row[-1]
+        )
+    console.print(tab)
+    for n in result.notes:
+        console.print(f"note: {escape(n)}", style="dim")
+    regress = [m.label for m in result.regressions()]
+    console.print(
+        "[bold red]regression:[/] " + ", ".join(regress) if regress else "no regression detected"
+    )
+
+
+def compare(
+    base: Annotated[str, typer.Argument(help="BASE run: log file/dir/glob or analyze JSON.")],
+    current: Annotated[str, typer.Argument(help="CURRENT run: log file/dir/glob or analyze JSON.")],
+    max_regression: Annotated[
+        str | None,
+        typer.Option(
+            help="Exit 1 if median step time or throughput got worse by more than this "
+            "(e.g. 5%), significantly."
+        ),
+    ] = None,
+    alpha: Annotated[float, typer.Option(min=0.0, max=1.0, help="Significance level.")] = 0.01,
+    min_effect: Annotated[str, typer.Option(help="Smallest change that counts (e.g. 1%).")] = "1%",
+    fmt: Annotated[
+        str | None, typer.Option("--format", "-f", help="Force a reader format (csv, jsonl, …).")
+    ] = None,
+    batch_size: Annotated[
+        float | None, typer.Option(min=0.0, help="Samples per rank per step, if logs lack it.")
+    ] = None,
+    warmup: Annotated[
+        int | None, typer.Option(min=0, help="Exclude this many leading steps (default: detect).")
+    ] = None,
+    json_out: Annotated[
+        str | None, typer.Option("--json", help="Write the JSON result to PATH, or - for stdout.")
+    ] = None,
+    md_out: Annotated[
+        str | None, typer.Option("--markdown", help="Write Markdown to PATH.")
+    ] = None,
+    html_out: Annotated[str | None, typer.Option("--html", help="Write an HTML report.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary.")] = False,
+    debug: Annotated[bool, typer.Option(help="Show tracebacks of internal errors.")] = False,
+) -> None:
+    """Compare two runs: per-metric change, Mann–Whitney test over steps, regression gate."""
+    import json
+
+    from xpuperf.compare import check_max_regression, compare_paths, to_dict
+
+    limit = parse_fraction(max_regression, "--max-regression") if max_regression else None
+    effect = parse_fraction(min_effect, "--min-effect")
+    existing = [p for p in (base, current) if Path(p).exists()]
+    for out in (json_out, md_out, html_out):
+        if out and out != "-":
+            check_not_input(out, existing)
+    result = compare_paths(
+        base, current, alpha=alpha, min_effect=effect, fmt=fmt, batch_size=batch_size,
+        warmup=warmup,
+    )  # fmt: skip
+    if json_out:
+        text = json.dumps(to_dict(result), indent=2, allow_nan=False) + "\n"
+        if json_out == "-":
+            sys.stdout.write(text)
+        else:
+            write_text_atomic(json_out, text)
+    if md_out:
+        from xpuperf.report.markdown import render_compare_markdown
+
+        write_text_atomic(md_out, render_compare_markdown(result))
+    if html_out:
+        from xpuperf.report.html import render_compare_html
+
+        write_text_atomic(html_out, render_compare_html(result))
+    if not quiet and json_out != "-":
+        render_compare_terminal(result, Console(highlight=False))
+    if limit is not None:
+        check_max_regression(result, limit)

@@ -1,0 +1,403 @@
+"""Figures of the HTML report as plain, JSON-serialisable plotly.js figure dicts.
+
+Nothing here renders HTML or draws anything (style.md rules 3 and 5): each ``*_figure`` function
+turns an :class:`~xpuperf.analysis.results.AnalyzeResult` into ``{id, title, note, data, layout}``
+that plotly.js draws in the page; :func:`xpuperf.report.html.build_view` assembles them with the
+tables into the page's view model, so tests assert on data, not on HTML bytes.
+
+Size limits keep large runs readable and the file small; every reduction is stated in
+``view["notes"]`` and in the figure's own ``note``:
+
+- line traces are downsampled to at most :data:`MAX_POINTS` points per trace (min and max of each
+  bucket kept, so spikes survive);
+- the heatmap has at most :data:`MAX_HEATMAP_COLS` step columns (mean of each bin);
+- beyond :data:`MAX_RANKS` ranks, the heatmap and the breakdown show nodes (mean of their ranks).
+
+Strings from logs (node names) appear in figures HTML-escaped (plotly.js interprets a subset of
+HTML in labels); the template escapes everything else.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from xpuperf.analysis.results import AnalyzeResult
+
+MAX_POINTS = 2000
+MAX_HEATMAP_COLS = 400
+MAX_RANKS = 256
+MAX_TABLE_ROWS = 200
+
+FIG_FPS = "fig-fps"
+FIG_HEATMAP = "fig-heatmap"
+FIG_BREAKDOWN = "fig-breakdown"
+TBL_STRAGGLERS = "tbl-stragglers"
+TBL_NODES = "tbl-nodes"
+TBL_FINDINGS = "tbl-findings"
+
+FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif'
+PHASE_COLORS = {
+    "compute_s": "#4c78a8",
+    "comm_s": "#e45756",
+    "data_s": "#f58518",
+    "other_s": "#9d9d9d",
+}
+
+
+def ptext(s: object) -> str:
+    """A string safe for plotly.js labels: ``<``, ``>``, ``&`` and quotes become entities."""
+    return html.escape(str(s), quote=True)
+
+
+def pct(x: float | None, digits: int = 1) -> str:
+    """``0.123`` → ``"12.3%"``; None/NaN → ``"n/a"``."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "n/a"
+    return f"{100 * x:.{digits}f}%"
+
+
+def num(x: float | None, fmt: str = ".4f", unit: str = "") -> str:
+    """Format a number with an optional unit; None/NaN → ``"n/a"``."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "n/a"
+    return f"{x:{fmt}}{(' ' + unit) if unit else ''}"
+
+
+def minmax_indices(y: np.ndarray, max_points: int = MAX_POINTS) -> np.ndarray:
+    """Indices of a min/max-preserving downsample of ``y`` to at most ``max_points`` points.
+
+    The series is cut into ``max_points // 2`` buckets; each contributes the index of its minimum
+    and of its maximum (in order), so a one-step spike is never averaged away. NaN-only buckets
+    contribute their first index.
+    """
+    n = len(y)
+    if n <= max_points:
+        return np.arange(n)
+    buckets = np.array_split(np.arange(n), max(1, max_points // 2))
+    keep: list[int] = []
+    for b in buckets:
+        seg = y[b]
+        if np.isnan(seg).all():
+            keep.append(int(b[0]))
+            continue
+        keep.extend(sorted({int(b[np.nanargmin(seg)]), int(b[np.nanargmax(seg)])}))
+    return np.asarray(keep, dtype=int)
+
+
+def _line(
+    *, x: float | None = None, y: float | None = None, color: str, dash: str, width: int
+) -> dict[str, Any]:
+    """A full-height vertical line at ``x`` or a full-width horizontal line at ``y``."""
+    if x is not None:
+        pos = {"xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1}
+    else:
+        pos = {"xref": "paper", "yref": "y", "x0": 0, "x1": 1, "y0": y, "y1": y}
+    return {"type": "line", **pos, "line": {"color": color, "width": width, "dash": dash}}
+
+
+def _label(
+    text: str, *, x: float, y: float, xref: str = "x", yref: str = "y", xanchor: str = "right"
+) -> dict[str, Any]:
+    """A small text annotation without an arrow."""
+    return {
+        "text": text,
+        "x": x,
+        "y": y,
+        "xref": xref,
+        "yref": yref,
+        "xanchor": xanchor,
+        "yanchor": "bottom",
+        "showarrow": False,
+        "font": {"size": 11},
+    }
+
+
+def _layout(title: str, xtitle: str, ytitle: str, **extra: Any) -> dict[str, Any]:
+    lay: dict[str, Any] = {
+        "title": {"text": title, "x": 0.01, "font": {"size": 15}},
+        "font": {"family": FONT, "size": 12},
+        "xaxis": {"title": {"text": xtitle}},
+        "yaxis": {"title": {"text": ytitle}, "automargin": True},
+        "margin": {"l": 70, "r": 20, "t": 50, "b": 50},
+        "legend": {"orientation": "h", "y": -0.18},
+        "hovermode": "closest",
+        "paper_bgcolor": "#ffffff",
+        "plot_bgcolor": "#fafafa",
+    }
+    lay.update(extra)
+    return lay
+
+
+def _all_job_steps(result: AnalyzeResult) -> pd.DataFrame:
+    """Job series over ALL steps (warm-up included): ``step, step_time_s, fps, warmup``.
+
+    Step time is the median over ranks (as for the steady series). FPS of warm-up steps is only
+    given when the steady steps carry a constant number of samples per step (then samples /
+    step time); otherwise it is NaN.
+    """
+    rs = result.rank_steps
+    steady = result.job_steps
+    if rs.empty:
+        out = steady[["step", "step_time_s", "fps"]].copy()
+        out["warmup"] = False
+        return out
+    g = rs.groupby("step", sort=True)["step_time_s"].median().reset_index()
+    g["warmup"] = g["step"] < (result.warmup.first_steady_step or 0)
+    g = g.merge(steady[["step", "fps"]], on="step", how="left")
+    spp = (steady["fps"] * steady["step_time_s"]).to_numpy(dtype=float)
+    if len(spp) and np.isfinite(spp).all() and np.ptp(spp) <= 1e-6 * max(1.0, abs(spp[0])):
+        w = g["warmup"].to_numpy()
+        g.loc[w, "fps"] = spp[0] / g.loc[w, "step_time_s"]
+    return g
+
+
+def fps_figure(result: AnalyzeResult, max_points: int = MAX_POINTS) -> dict[str, Any]:
+    """The "flat line": job FPS (or step time without samples) over steps.
+
+    Warm-up steps are shaded, spike steps marked, change points drawn as vertical lines, and the
+    steady median drawn as a dashed reference line.
+    """
+    df = _all_job_steps(result)
+    use_fps = bool(len(df)) and bool(np.isfinite(df.loc[~df["warmup"], "fps"]).all())
+    col, ylab = ("fps", "samples/s (job)") if use_fps else ("step_time_s", "step time (s)")
+    y = df[col].to_numpy(dtype=float)
+    x = df["step"].to_numpy()
+    idx = minmax_indices(y, max_points)
+    note = ""
+    if len(idx) < len(y):
+        note = (
+            f"{len(y)} steps downsampled to {len(idx)} points (min and max of each bucket "
+            "kept, so spikes stay visible)."
+        )
+    data: list[dict[str, Any]] = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "FPS" if use_fps else "step time",
+            "x": x[idx].tolist(),
+            "y": y[idx].tolist(),
+            "line": {"color": "#4c78a8", "width": 1.5},
+            "hovertemplate": "step %{x}<br>%{y:.4g}<extra></extra>",
+        }
+    ]
+    steady = ~df["warmup"].to_numpy()
+    shapes: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
+    if steady.any():
+        med = float(np.nanmedian(y[steady]))
+        shapes.append(_line(y=med, color="#2a2a2a", dash="dash", width=1))
+        text = f"steady median {med:,.0f}" if abs(med) >= 1000 else f"steady median {med:.4g}"
+        annotations.append(_label(text, x=1, y=med, xref="paper"))
+    if result.warmup.steps and len(x) and not steady.all():
+        x0, x1 = float(x.min()) - 0.5, float(x[~steady].max()) + 0.5
+        shapes.append(
+            {"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 0, "y1": 1}
+            | {"fillcolor": "#bbbbbb", "opacity": 0.3, "line": {"width": 0}, "layer": "below"}
+        )
+        text = f"warm-up ({result.warmup.steps} steps, excluded)"
+        annotations.append(_label(text, x=x0 + 0.5, y=1, yref="paper", xanchor="left"))
+    j = result.jitter
+    spikes = sorted(j.spike_steps) if j else []
+    if spikes:
+        sp = df[df["step"].isin(spikes)].head(max_points)
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": f"spike ({len(spikes)})",
+                "x": sp["step"].tolist(),
+                "y": sp[col].astype(float).tolist(),
+                "marker": {"color": "#e45756", "size": 8, "symbol": "x"},
+                "hovertemplate": "spike at step %{x}<br>%{y:.4g}<extra></extra>",
+            }
+        )
+    for cp in (j.change_points if j else [])[:50]:
+        shapes.append(_line(x=cp.step - 0.5, color="#b279a2", dash="dot", width=2))
+        text = f"level shift {cp.change:+.1%}"
+        annotations.append(_label(text, x=cp.step, y=0.95, yref="paper", xanchor="left"))
+    title = "Throughput over steps (a healthy job is a flat line)"
+    if not use_fps:
+        title = "Step time over steps (a healthy job is a flat line; no samples known for FPS)"
+    return {
+        "id": FIG_FPS,
+        "title": title,
+        "note": note,
+        "data": data,
+        "layout": _layout(title, "step", ylab, shapes=shapes, annotations=annotations, height=420),
+    }
+
+
+def _rank_nodes(result: AnalyzeResult) -> pd.Series:
+    """rank → node name (string), from the straggler or breakdown per-rank tables."""
+    for tab in (
+        result.stragglers.per_rank if result.stragglers else None,
+        result.breakdown.per_rank,
+    ):
+        if tab is not None and "node" in tab.columns and tab["node"].notna().any():
+            return tab.set_index("rank")["node"].astype("string")
+    return pd.Series(dtype="string")
+
+
+def heatmap_figure(
+    result: AnalyzeResult,
+    max_cols: int = MAX_HEATMAP_COLS,
+    max_ranks: int = MAX_RANKS,
+) -> dict[str, Any] | None:
+    """Rank × step heatmap of per-rank work relative to the step's median rank (1 = median).
+
+    A deterministic straggler is one hot row. Steady steps only. None when there is one rank.
+    """
+    rs = result.rank_steps
+    if rs.empty or rs["rank"].nunique() < 2:
+        return None
+    st = rs.loc[~rs["warmup"].astype(bool), ["rank", "step", "work_s"]]
+    if st.empty:
+        return None
+    st = st.assign(rel=st["work_s"] / st.groupby("step")["work_s"].transform("median"))
+    notes: list[str] = []
+    nodes = _rank_nodes(result)
+    n_ranks = st["rank"].nunique()
+    if n_ranks > max_ranks and len(nodes):
+        st = st.assign(row=st["rank"].map(nodes).fillna("?"))
+        notes.append(f"{n_ranks} ranks > {max_ranks}: rows are nodes (mean of their ranks).")
+        row_label = "node"
+    else:
+        if n_ranks > max_ranks:
+            width = math.ceil(n_ranks / max_ranks)
+            st = st.assign(row=(st["rank"] // width) * width)
+            st["row"] = st["row"].map(lambda r: f"ranks {r}–{r + width - 1}")
+            notes.append(f"{n_ranks} ranks > {max_ranks}: rows are groups of {width} ranks.")
+        else:
+            st = st.assign(row=st["rank"])
+        row_label = "rank"
+    steps = np.sort(st["step"].unique())
+    if len(steps) > max_cols:
+        bins = np.array_split(steps, max_cols)
+        first = {int(s): int(b[0]) for b in bins for s in b}
+        st = st.assign(col=st["step"].map(first))
+        notes.append(f"{len(steps)} steps binned into {max_cols} columns (mean of each bin).")
+    else:
+        st = st.assign(col=st["step"])
+    grid = st.pivot_table(index="row", columns="col", values="rel", aggfunc="mean")
+    labels = [
+        f"rank {r}" + (f" ({nodes[r]})" if r in nodes.index else "")
+        if row_label == "rank"
+        else str(r)
+        for r in grid.index
+    ]
+    z = np.round(grid.to_numpy(dtype=float), 4)
+    src = result.stragglers.work_source if result.stragglers else "work"
+    title = f"Per-rank work vs the step's median rank ({src}); a straggler is a hot row"
+    note = " ".join(notes)
+    if src == "step_time":
+        note = (
+            note + " No per-rank phase columns: work = step time, which synchronous ranks share, "
+            "so rows look alike."
+        ).strip()
+    return {
+        "id": FIG_HEATMAP,
+        "title": title,
+        "note": note,
+        "data": [
+            {
+                "type": "heatmap",
+                "x": [int(c) for c in grid.columns],
+                "y": [ptext(s) for s in labels],
+                "z": [[None if not math.isfinite(v) else float(v) for v in row] for row in z],
+                "colorscale": "RdBu",
+                "zmid": 1.0,
+                "colorbar": {"title": {"text": "× median"}},
+                "hovertemplate": "%{y}<br>step %{x}<br>%{z:.3f} × median<extra></extra>",
+            }
+        ],
+        "layout": _layout(
+            title,
+            "step",
+            row_label,
+            height=max(320, min(900, 120 + 14 * len(labels))),
+            yaxis={
+                "title": {"text": row_label},
+                "autorange": "reversed",
+                "type": "category",
+                "automargin": True,
+            },
+        ),
+    }
+
+
+def breakdown_figure(result: AnalyzeResult, max_ranks: int = MAX_RANKS) -> dict[str, Any] | None:
+    """Per-rank stacked bars of median compute, comm, data and other time; None without phases."""
+    pr = result.breakdown.per_rank
+    if pr is None or pr.empty:
+        return None
+    pr = pr.copy()
+    note = ""
+    if len(pr) > max_ranks and "node" in pr.columns and pr["node"].notna().any():
+        n = len(pr)
+        pr = pr.groupby(pr["node"].fillna("?"), sort=True)[list(PHASE_COLORS)].mean()
+        labels = [ptext(s) for s in pr.index]
+        note = f"{n} ranks > {max_ranks}: bars are nodes (mean of their ranks)."
+        xlab = "node"
+    else:
+        labels = [f"r{int(r)}" for r in pr["rank"]]
+        xlab = "rank"
+    data = [
+        {
+            "type": "bar",
+            "name": name.removesuffix("_s"),
+            "x": labels,
+            "y": [round(float(v), 6) for v in pr[name].fillna(0.0)],
+            "marker": {"color": color},
+            "hovertemplate": f"%{{x}}<br>{name.removesuffix('_s')} %{{y:.4f}} s<extra></extra>",
+        }
+        for name, color in PHASE_COLORS.items()
+        if name in pr.columns
+    ]
+    title = "Per-rank step breakdown (median seconds per step)"
+    return {
+        "id": FIG_BREAKDOWN,
+        "title": title,
+        "note": note,
+        "data": data,
+        "layout": _layout(title, xlab, "seconds", barmode="stack", height=400),
+    }
+
+
+def summary_rows(result: AnalyzeResult) -> list[tuple[str, str]]:
+    """Headline numbers as (label, formatted value) pairs."""
+    s, b, j = result.summary, result.breakdown, result.jitter
+    t = s.step_time_s
+    rows = [
+        ("ranks", f"{s.ranks}" + (f" on {s.nodes} node(s)" if s.nodes else "")),
+        ("steady steps", f"{s.steps} ({s.warmup_steps} warm-up excluded)"),
+        ("step time", f"median {t['median']:.4f} s · p90 {t['p90']:.4f} s · p99 {t['p99']:.4f} s"),
+    ]
+    if s.throughput_samples_per_s is not None:
+        rows.append(
+            (
+                "throughput",
+                f"{s.throughput_samples_per_s:,.1f} samples/s "
+                f"({s.throughput_per_card_samples_per_s:,.1f} per card)",
+            )
+        )
+    else:
+        rows.append(("throughput", "unknown (no samples in the logs; use --batch-size)"))
+    rows.append(
+        ("speedup", "n/a (no --baseline)" if b.speedup is None else f"{b.speedup:.3f} vs one card")
+    )
+    if j is not None:
+        rows.append(("jitter", f"cv {j.cv:.4f} · p99/p50 {j.p99_over_p50:.3f}"))
+    if b.source != "none":
+        rows.append(
+            (
+                "breakdown",
+                f"compute {pct(b.compute_fraction)} · comm {pct(b.comm_fraction)} · "
+                f"data {pct(b.data_fraction)} · other {pct(b.other_fraction)} (from {b.source})",
+            )
+        )
+    return rows

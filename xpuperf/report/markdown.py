@@ -1,0 +1,136 @@
+"""Markdown renderer (CI job summaries) and GitHub workflow annotations.
+
+:func:`render_markdown` writes a short GitHub-flavoured summary of an analysis: a headline table,
+the stragglers and the findings, capped so the text stays well under GitHub's 1 MiB limit for
+``$GITHUB_STEP_SUMMARY`` (:data:`MAX_BYTES`). Every string from a log is escaped: GitHub renders
+inline HTML in Markdown, so ``<``, ``>`` and ``&`` become entities and table/markup characters are
+backslash-escaped.
+
+:func:`github_annotations` turns the top findings into workflow commands
+(``::warning title=XP101::rank 5 …``) with the data and property escapes GitHub defines, so a log
+line cannot inject another command.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from xpuperf.analysis.results import AnalyzeResult
+from xpuperf.report.figures import pct, summary_rows
+
+if TYPE_CHECKING:
+    from xpuperf.compare import CompareResult
+
+MAX_BYTES = 512 * 1024
+MAX_FINDINGS = 30
+MAX_STRAGGLERS = 20
+MAX_ANNOTATIONS = 10
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+_ANNOTATION_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def md_escape(s: object) -> str:
+    """Escape a string for a Markdown table cell: HTML entities, markup characters, newlines."""
+    t = str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    t = _MD_SPECIAL.sub(r"\\\1", t)
+    return " ".join(t.split())
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(md_escape(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def _cap(lines: list[str], limit: int = MAX_BYTES) -> str:
+    """Join lines, dropping trailing ones (with a note) if the text would exceed ``limit``."""
+    out: list[str] = []
+    size = 0
+    for i, line in enumerate(lines):
+        n = len(line.encode("utf-8")) + 1
+        if size + n > limit - 200:
+            out.append(f"\n*… {len(lines) - i} more line(s) cut to keep the summary small.*")
+            break
+        out.append(line)
+        size += n
+    return "\n".join(out) + "\n"
+
+
+def render_markdown(result: AnalyzeResult, title: str = "xpuperf analyze") -> str:
+    """A short Markdown summary: headline table, stragglers, findings (< :data:`MAX_BYTES`)."""
+    lines = [f"## {md_escape(title)}", ""]
+    lines += _table(["", "value"], [[k, v] for k, v in summary_rows(result)])
+    sr = result.stragglers
+    if sr is not None:
+        lines += ["", "### Stragglers", ""]
+        if sr.stragglers:
+            rows = [
+                [
+                    x.kind,
+                    "" if x.rank is None else str(x.rank),
+                    x.node or "",
+                    pct(x.slowdown),
+                    f"{pct(x.slowdown_ci[0])} – {pct(x.slowdown_ci[1])}" if x.slowdown_ci else "",
+                    pct(x.cost_fraction),
+                ]
+                for x in sr.stragglers[:MAX_STRAGGLERS]
+            ]
+            lines += _table(["kind", "rank", "node", "slowdown", "95% CI", "cost"], rows)
+            if len(sr.stragglers) > MAX_STRAGGLERS:
+                lines.append(f"\n*{len(sr.stragglers) - MAX_STRAGGLERS} more in the JSON.*")
+        else:
+            lines.append(
+                f"No straggler ({sr.n_steps} steps, threshold {pct(sr.threshold)}, "
+                f"work = {md_escape(sr.work_source)})."
+            )
+    if result.findings:
+        lines += ["", "### Findings", ""]
+        rows = [[f.severity.value, f.code, f.message] for f in result.findings[:MAX_FINDINGS]]
+        lines += _table(["severity", "code", "message"], rows)
+        if len(result.findings) > MAX_FINDINGS:
+            lines.append(f"\n*{len(result.findings) - MAX_FINDINGS} more in the JSON.*")
+    return _cap(lines)
+
+
+def _escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(s: str) -> str:
+    return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_annotations(result: AnalyzeResult, limit: int = MAX_ANNOTATIONS) -> list[str]:
+    """Workflow commands for the top findings at warning or above (most severe first)."""
+    out = []
+    for f in result.findings:
+        if f.severity.value == "info":
+            continue
+        level = _ANNOTATION_LEVEL[f.severity.value]
+        title = _escape_property(f"{f.code} {f.title}")
+        out.append(f"::{level} title={title}::{_escape_data(f.message)}")
+        if len(out) >= limit:
+            break
+    return out
+
+
+def render_compare_markdown(result: CompareResult) -> str:
+    """A Markdown table of a comparison: metric, base, current, change, p-value, verdict."""
+    from xpuperf.report.html import compare_table
+
+    regress = [m.label for m in result.regressions()]
+    verdict = "**regression**: " + ", ".join(regress) if regress else "no regression detected"
+    lines = [
+        "## xpuperf compare",
+        "",
+        f"base: {md_escape(result.base.source)} · current: {md_escape(result.current.source)}",
+        "",
+        verdict,
+        "",
+    ]
+    t = compare_table(result)
+    lines += _table(t["columns"], t["rows"])
+    lines += ["", *[f"*{md_escape(n)}*" for n in result.notes]]
+    return _cap(lines)
