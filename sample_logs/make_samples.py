@@ -1,4 +1,4 @@
-"""Regenerate the bundled sample logs (seeded, deterministic): ``python sample_logs/make_samples.py``.
+"""Regenerate the bundled sample logs (seeded): ``python sample_logs/make_samples.py``.
 
 Each scenario is a synthetic synchronous data-parallel run from :mod:`xpuperf.synth` written in a
 different generic layout, so the samples also exercise the readers. See README.md here.
@@ -15,16 +15,16 @@ from xpuperf.synth import Scenario, generate
 HERE = Path(__file__).resolve().parent
 
 # ResNet-50-like step on one card: 0.300 s compute at 256 samples per card.
-COMMON = dict(
-    compute_s=0.300,
-    data_s=0.008,
-    other_s=0.004,
-    allreduce_s=0.025,
-    batch_per_rank=256,
-    noise_cv=0.015,
-    warmup_steps=6,
-    warmup_factor=4.0,
-)
+COMMON = {
+    "compute_s": 0.300,
+    "data_s": 0.008,
+    "other_s": 0.004,
+    "allreduce_s": 0.025,
+    "batch_per_rank": 256,
+    "noise_cv": 0.015,
+    "warmup_steps": 6,
+    "warmup_factor": 4.0,
+}
 
 
 def _round(df: pd.DataFrame, cols: list[str], digits: int = 6) -> pd.DataFrame:

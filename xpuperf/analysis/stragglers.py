@@ -153,8 +153,9 @@ def find_stragglers(
         ``(StragglerResult, findings)``: XP101 per straggling rank, XP102 per straggling node,
         XP103 random stragglers, XP104 no straggler, XP105 only step time known (weak signal),
         XP405 fewer than 5 common steps (no verdict, ``stragglers`` empty, sync cost NaN); a
-        single rank gets no finding at all (nobody waits for it). ``per_rank.slowdown`` is vs the median of the other healthy ranks;
-        ``slowest_share`` is among the healthy ranks (NaN for deterministic stragglers).
+        single rank gets no finding at all (nobody waits for it). ``per_rank.slowdown`` is vs
+        the median of the other healthy ranks; ``slowest_share`` is among the healthy ranks
+        (NaN for deterministic stragglers).
 
     About 1 s for 1024 ranks × 2000 steps (vectorised; bootstrap only for flagged ranks).
     Sources: score as NVIDIA resiliency-ext (reference median / rank median); cost like
