@@ -171,7 +171,7 @@ def _load_json(path: Path) -> dict[str, Any] | None:
         return None
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return None
     if isinstance(doc, dict) and str(doc.get("schema", "")).startswith(ANALYZE_SCHEMA_PREFIX):
         return doc

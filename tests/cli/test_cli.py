@@ -110,3 +110,43 @@ def test_internal_error_exit_3(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     assert "internal error" in err
     assert "kaboom" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("analyze", "--no-such-option"),
+        ("analyze", "--warmup", "-1"),
+        ("topo", "show", "--cards-per-node", "8", "--nodes", "0"),
+        ("analyze", "x.csv", "--json", ""),
+    ],
+)
+def test_usage_errors_are_one_line_exit_2(args: tuple[str, ...]) -> None:
+    p = run(*args)
+    assert p.returncode == 2
+    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1, p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_broken_pipe_is_not_a_failed_gate(samples: Path) -> None:
+    # `xpuperf analyze … | head`: stdout closes early; exit 1 is reserved for failed gates
+    p = subprocess.run(
+        [
+            "bash",
+            "-o",
+            "pipefail",
+            "-c",
+            f"{sys.executable} -m xpuperf analyze {samples / 'healthy_8rank'} | head -c 10",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert p.returncode == 0, p.stderr
+
+
+def test_debug_is_accepted_by_every_subcommand(tmp_path: Path) -> None:
+    p = run("topo", "show", "--preset", "dgx-a100", "--debug")
+    assert p.returncode == 0, p.stderr

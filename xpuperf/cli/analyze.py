@@ -10,7 +10,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
+from xpuperf.cli.console import err_console, out_console
+from xpuperf.errors import UsageError
 from xpuperf.report.output import check_not_input, write_text_atomic
+from xpuperf.report.terminal import safe
 from xpuperf.samples import DEFAULT_BASELINE, DEFAULT_RUN, samples_dir
 
 if TYPE_CHECKING:
@@ -71,7 +74,6 @@ def analyze(
         ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary.")] = False,
-    debug: Annotated[bool, typer.Option(help="Show tracebacks of internal errors.")] = False,
 ) -> None:
     """Find stragglers, FPS jitter and the compute/non-compute split in per-rank step logs."""
     # imported here so that `xpuperf --help` and other subcommands skip pandas/scipy start-up
@@ -82,7 +84,7 @@ def analyze(
 
     gates = gt.parse_gates(fail_on)  # a malformed expression stops here, before any work
 
-    err = Console(stderr=True, highlight=False)
+    err = err_console()
     if not logs:
         root = samples_dir()
         logs = [str(root / DEFAULT_RUN)]
@@ -95,7 +97,9 @@ def analyze(
         )
     inputs = [*logs, *([baseline] if baseline else [])]
     existing = [p for p in inputs if Path(p).exists()]
-    for out in (json_out, html_out, md_out):
+    for flag, out in (("--json", json_out), ("--html", html_out), ("--markdown", md_out)):
+        if out is not None and not out.strip():
+            raise UsageError(f"{flag} path is empty; give a file name")
         if out and out != "-":
             check_not_input(out, existing)
     result = analyze_logs(
@@ -107,7 +111,7 @@ def analyze(
         straggler_threshold=straggler_threshold,
     )
     for w in result.read_warnings:
-        err.print(f"warning: {w}", markup=False)
+        err.print("warning: " + safe(w))
     if json_out == "-":
         sys.stdout.write(render_json(result))
     elif json_out:
@@ -118,7 +122,7 @@ def analyze(
         write_text_atomic(html_out, render_html(result))
     write_ci_outputs(result, md_out, err)
     if not quiet and json_out != "-":
-        render_terminal(result, Console(highlight=False))
+        render_terminal(result, out_console())
     if gates:
         outcome = gt.evaluate(gates, to_dict(result))
         if not quiet:

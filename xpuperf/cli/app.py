@@ -6,10 +6,10 @@ Exit codes: 0 ran fine, 1 a gate the user asked for failed, 2 usage or input err
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 
-import click
 import typer
 
 from xpuperf import __version__
@@ -58,30 +58,45 @@ def _err(msg: str) -> None:
     print(f"xpuperf: {msg}", file=sys.stderr)
 
 
+def _usage_line(e: Exception) -> str:
+    """One line for a typer/click usage error: what is wrong and where to look."""
+    ctx = getattr(e, "ctx", None)
+    where = ctx.command_path if ctx is not None else "xpuperf"
+    fmt = getattr(e, "format_message", None)
+    msg = fmt() if fmt is not None else str(e)
+    msg = " ".join(msg.split())
+    return f"{where}: error: {msg} (see '{where} --help')"
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Run the CLI and exit with the documented exit code."""
+    """Run the CLI and exit with the documented exit code.
+
+    ``--debug`` anywhere on the command line shows the traceback of an internal error.
+    """
     args = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in args
+    args = [a for a in args if a != "--debug"]
     try:
         rv = app(args=args, prog_name="xpuperf", standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
-    except (click.exceptions.Abort, typer.Abort):
+    except typer.Abort:
         _err("interrupted")
         code = 130
-    except (click.ClickException, typer.exceptions.TyperException) as e:
-        # usage errors (typer vendors its own click; both carry show())
-        show = getattr(e, "show", None)
-        if show is not None:
-            show()
-        else:
-            _err(f"error: {e}")
-        code = EXIT_INPUT
+    except typer.exceptions.TyperException as e:
+        # usage errors (typer vendors click; its exceptions derive from TyperException)
+        print(_usage_line(e), file=sys.stderr)
+        code = getattr(e, "exit_code", EXIT_INPUT) or EXIT_INPUT
     except XpuperfError as e:
         _err(f"error: {e}")
         code = e.exit_code
     except KeyboardInterrupt:
         _err("interrupted")
         code = 130
+    except BrokenPipeError:
+        # stdout closed early (e.g. `| head`): not an error of ours; silence the final flush
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        code = 0
     except Exception as e:
         if debug:
             traceback.print_exc()

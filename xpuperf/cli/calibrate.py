@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from xpuperf.calibrate.nccltests import COLLECTIVES
 from xpuperf.calibrate.render import render_calibration_yaml, render_json, render_terminal
 from xpuperf.calibrate.run import MEASUREMENTS, add_topology_findings, calibrate_files
+from xpuperf.cli.console import err_console, out_console
 from xpuperf.errors import UsageError
 from xpuperf.report.output import check_not_input, write_text_atomic
+from xpuperf.report.terminal import safe
 from xpuperf.topology import presets
 from xpuperf.topology.loader import load
 from xpuperf.topology.model import Cluster
@@ -63,10 +64,9 @@ def calibrate(
         str | None, typer.Option("--json", help="Write the JSON result to PATH, or - for stdout.")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary.")] = False,
-    debug: Annotated[bool, typer.Option(help="Show tracebacks of internal errors.")] = False,
 ) -> None:
     """Fit latency and bus bandwidth to nccl-tests results; flag busbw far below the topology."""
-    err = Console(stderr=True, highlight=False)
+    err = err_console()
     for out in (output, json_out):
         if out and out != "-":
             check_not_input(out, [p for p in files if Path(p).exists()])
@@ -77,7 +77,7 @@ def calibrate(
         nodes = max((f.nodes or 1 for f in result.fits), default=1)
         add_topology_findings(result, _cluster(topology, nodes), topology)
     for w in result.warnings:
-        err.print(f"warning: {w}", markup=False)
+        err.print("warning: " + safe(w))
     if output:
         write_text_atomic(output, render_calibration_yaml(result))
     if json_out == "-":
@@ -85,4 +85,4 @@ def calibrate(
     elif json_out:
         write_text_atomic(json_out, render_json(result))
     if not quiet and json_out != "-":
-        render_terminal(result, Console(highlight=False))
+        render_terminal(result, out_console())

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from xpuperf.cli.console import out_console
 from xpuperf.errors import UsageError
 from xpuperf.report.output import check_not_input, write_text_atomic
 
@@ -102,7 +103,6 @@ def compare(
     ] = None,
     html_out: Annotated[str | None, typer.Option("--html", help="Write an HTML report.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary.")] = False,
-    debug: Annotated[bool, typer.Option(help="Show tracebacks of internal errors.")] = False,
 ) -> None:
     """Compare two runs: per-metric change, Mann–Whitney test over steps, regression gate."""
     import json
@@ -134,6 +134,6 @@ def compare(
 
         write_text_atomic(html_out, render_compare_html(result))
     if not quiet and json_out != "-":
-        render_compare_terminal(result, Console(highlight=False))
+        render_compare_terminal(result, out_console())
     if limit is not None:
         check_max_regression(result, limit)

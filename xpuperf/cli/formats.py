@@ -9,7 +9,7 @@ from xpuperf.readers import FORMATS, SNIFFED_EXTENSIONS
 
 def formats() -> None:
     """List the log formats in sniffing order, with their extensions and an example line."""
-    out = Console(highlight=False, soft_wrap=True)
+    out = Console(highlight=False, emoji=False, soft_wrap=True)
     sniffed = ", ".join(SNIFFED_EXTENSIONS)
     out.print(
         f"Formats in sniffing order ({sniffed} and unknown extensions are recognised by content; "

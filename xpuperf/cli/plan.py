@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from xpuperf.advice.plan import make_plan
+from xpuperf.cli.console import out_console
 from xpuperf.costmodel.comm import USER_ALGORITHMS
 from xpuperf.costmodel.estimate import DEFAULT_CARDS, FRAMEWORKS, Settings
 from xpuperf.costmodel.workloads import MODEL_PRESETS, even_split, model
@@ -78,15 +78,23 @@ def resolve_cluster(topology: str | None, nodes: int | None, cards_per_node: int
             speed = parse_quantity(nic_speed, "bandwidth") * 8.0
         except UnitError as e:
             raise UsageError(f"--nic-speed: {e}") from None
+        if not speed > 0 or speed == float("inf"):
+            raise UsageError(f"--nic-speed must be > 0 and finite, e.g. 100Gbps (got {nic_speed})")
     if topology is not None and cards_per_node is not None:
         raise UsageError("give --topology or --cards-per-node (a generic cluster), not both")
     if topology is None and cards_per_node is not None:
         n = nodes or max(1, math.ceil(max_cards / cards_per_node))
-        return presets.generic(n, cards_per_node, speed, nics_per_node or 1)
+        try:
+            return presets.generic(n, cards_per_node, speed, nics_per_node or 1)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
     name = topology or EXAMPLE[0]
     if name in _preset_names():
         g = len(presets.node_template(name).devices)
-        cluster = presets.preset(name, nodes or max(1, math.ceil(max_cards / g)))
+        try:
+            cluster = presets.preset(name, nodes or max(1, math.ceil(max_cards / g)))
+        except ValueError as e:
+            raise UsageError(f"--nodes: {e}") from None
     elif Path(name).exists():
         if nodes is not None:
             raise UsageError("--nodes applies to a preset or a generic cluster, not to a file")
@@ -128,7 +136,6 @@ def plan(
         str | None, Opt("--json", help="Write JSON to PATH, or - for stdout.")
     ] = None,
     quiet: Annotated[bool, Opt("--quiet", "-q", help="No terminal output.")] = False,
-    debug: Annotated[bool, Opt(help="Show tracebacks of internal errors.")] = False,
 ) -> None:
     """Predict speedup up to 1000+ cards from the topology and a single-card step time, and rank
     the fixes (bucket size, algorithm, ring order, NIC per card, …) by gain."""
@@ -167,4 +174,4 @@ def plan(
             check_not_input(json_out, [topology])
         write_text_atomic(json_out, render_json(result))
     if not quiet and json_out != "-":
-        render_terminal(result, Console(highlight=False))
+        render_terminal(result, out_console())

@@ -16,11 +16,12 @@ from typing import Annotated
 
 import typer
 import yaml
-from rich.console import Console
 
+from xpuperf.cli.console import err_console, out_console
 from xpuperf.errors import GateFailedError, UsageError
 from xpuperf.findings import Severity
 from xpuperf.report.output import check_not_input, write_text_atomic
+from xpuperf.report.terminal import safe
 from xpuperf.topology import audit, presets
 from xpuperf.topology.importers import import_files, load_any
 from xpuperf.topology.model import Cluster
@@ -75,14 +76,22 @@ def resolve(
     if preset is not None:
         if preset not in presets.NODE_PRESETS:
             raise UsageError(f"unknown preset {preset!r}; known: {', '.join(presets.NODE_PRESETS)}")
-        return presets.preset(preset, nodes)
+        try:
+            return presets.preset(preset, nodes)
+        except ValueError as e:
+            raise UsageError(f"--nodes: {e}") from None
     speed = None
     if nic is not None:
         try:
             speed = parse_quantity(nic, "bandwidth") * 8.0
         except UnitError as e:
             raise UsageError(f"--nic: {e}") from None
-    return presets.generic(nodes or 1, cards_per_node or 1, speed, nics_per_node)
+        if not speed > 0 or speed == float("inf"):
+            raise UsageError(f"--nic must be a positive finite speed such as 100Gbps (got {nic})")
+    try:
+        return presets.generic(nodes or 1, cards_per_node or 1, speed, nics_per_node)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 def _emit_json(data: object, json_out: str, inputs: list[str]) -> None:
@@ -110,7 +119,7 @@ def show(
     if json_out:
         _emit_json(to_json_dict(cluster), json_out, [file] if file else [])
     if json_out != "-":
-        console = Console(highlight=False)
+        console = out_console()
         for line in describe(cluster):
             console.print(line, markup=False, soft_wrap=True)
 
@@ -138,7 +147,7 @@ def check(
     if json_out:
         _emit_json({"findings": [f.to_dict() for f in findings]}, json_out, [file] if file else [])
     if json_out != "-":
-        console = Console(highlight=False)
+        console = out_console()
         if not findings:
             console.print("no topology findings", markup=False)
         for f in findings:
@@ -179,9 +188,9 @@ def import_(
             _drop_nulls(data), sort_keys=False, allow_unicode=True, width=100,
             default_flow_style=None,
         )  # fmt: skip
-    err = Console(stderr=True, highlight=False)
+    err = err_console()
     for note in result.notes:
-        err.print(f"note: {note}", markup=False, soft_wrap=True)
+        err.print("note: " + safe(note))
     if output is None:
         sys.stdout.write(text)
         return

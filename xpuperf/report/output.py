@@ -24,15 +24,37 @@ def check_not_input(out: str | os.PathLike, inputs: Iterable[str | os.PathLike])
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file in the same directory and a rename.
 
-    An interrupted run leaves either the old file or the new one, never a partial file.
+    An interrupted run leaves either the old file or the new one, never a partial file. A
+    symlink is followed (the file it points to is replaced, the link stays); an existing
+    device, FIFO or other special file is written to directly, never replaced. New files get
+    the usual mode (0666 less the umask), an existing file keeps its mode.
 
     Raises:
-        UsageError: the directory does not exist or is not writable.
+        UsageError: empty path, the directory does not exist, or the file cannot be written.
     """
+    if not str(path):
+        raise UsageError("output path is empty; give a file name")
     target = Path(path)
-    parent = target.parent if str(target.parent) else Path()
+    if target.is_symlink():
+        target = target.resolve()
+    if target.exists() and not target.is_file():
+        if target.is_dir():
+            raise UsageError(f"cannot write {path}: it is a directory; give a file name")
+        try:  # /dev/stdout, a FIFO, a device: write through, never replace
+            with target.open("w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as e:
+            raise UsageError(f"cannot write {path}: {e.strerror}") from None
+        return
+    parent = target.parent
     if not parent.is_dir():
         raise UsageError(f"cannot write {path}: directory {parent} does not exist")
+    if target.exists():
+        mode = target.stat().st_mode & 0o7777
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
     except OSError as e:
@@ -40,6 +62,7 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        Path(tmp).chmod(mode)
         Path(tmp).replace(target)
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from xpuperf.analysis.results import AnalyzeResult
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def safe(text: object) -> str:
+    """``text`` for rich markup: control characters (ANSI escapes, newlines) → ``?``, markup
+    brackets escaped. Every string that comes from a log or a topology file goes through it."""
+    return escape(_CONTROL.sub("?", str(text)))
+
 
 _SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -25,7 +36,7 @@ def render_terminal(result: AnalyzeResult, console: Console) -> None:
     )
     if result.sources:
         more = f" (+{len(result.sources) - 3} more)" if len(result.sources) > 3 else ""
-        console.print("sources: " + escape(", ".join(result.sources[:3])) + more, style="dim")
+        console.print("sources: " + safe(", ".join(result.sources[:3])) + more, style="dim")
 
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
@@ -82,7 +93,7 @@ def render_terminal(result: AnalyzeResult, console: Console) -> None:
             tab.add_row(
                 x.kind,
                 "" if x.rank is None else str(x.rank),
-                escape(x.node or ""),
+                safe(x.node or ""),
                 _pct(x.slowdown),
                 ci,
                 _pct(x.cost_fraction),
@@ -98,4 +109,4 @@ def render_terminal(result: AnalyzeResult, console: Console) -> None:
         console.print("[bold]findings[/]")
         for f in result.findings:
             style = _SEV_STYLE.get(f.severity.value, "")
-            console.print(f"  [{style}]{f.severity.value:<7}[/] {f.code}  {escape(f.message)}")
+            console.print(f"  [{style}]{f.severity.value:<7}[/] {f.code}  {safe(f.message)}")

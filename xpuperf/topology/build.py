@@ -114,8 +114,14 @@ def assign_nearest_nics(node: Node) -> Node:
     return replace(node, devices=devices, nics=nics)
 
 
+MAX_CPUS = 65_536  # far above any host (Linux NR_CPUS tops out at 8192); bounds hostile ranges
+
+
 def parse_cpus(text: str) -> tuple[int, ...]:
-    """``"0-11,24-35"`` → (0, …, 11, 24, …, 35). Raises ValueError on malformed text."""
+    """``"0-11,24-35"`` → (0, …, 11, 24, …, 35).
+
+    Raises ValueError on malformed text or more than :data:`MAX_CPUS` CPUs.
+    """
     out: list[int] = []
     for part in text.replace(" ", "").split(","):
         if not part:
@@ -124,6 +130,8 @@ def parse_cpus(text: str) -> tuple[int, ...]:
         a, b = int(lo), int(hi) if sep else int(lo)
         if b < a or a < 0:
             raise ValueError(f"bad CPU range {part!r}")
+        if b - a + 1 + len(out) > MAX_CPUS:
+            raise ValueError(f"more than {MAX_CPUS} CPUs in {text[:40]!r}")
         out.extend(range(a, b + 1))
     return tuple(out)
 

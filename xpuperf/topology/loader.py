@@ -175,15 +175,46 @@ def loads(text: str, fmt: str = "yaml", source: str | Path | None = None) -> Clu
             data = json.loads(text)
         else:
             data = yaml.safe_load(text)
+            _check_expanded_size(data, source)  # before _line_map walks the same aliases
             lines = _line_map(text)
     except json.JSONDecodeError as e:
         raise InputError(f"not valid JSON: {e.msg}", source, e.lineno) from None
+    except RecursionError:
+        raise InputError("nested too deeply to be a topology description", source) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(e, "problem", None) or str(e)
         raise InputError(f"not valid YAML: {problem}", source, line) from None
+    if fmt == "json":
+        _check_expanded_size(data, source)
     return from_dict(data, source=source, lines=lines)
+
+
+MAX_ITEMS = 1_000_000
+
+
+def _check_expanded_size(data: Any, source: str | Path | None) -> None:
+    """Refuse documents whose values, counted with YAML aliases expanded, exceed MAX_ITEMS.
+
+    A "billion laughs" document is small on disk but every alias repeats a large subtree;
+    counting visits (not distinct objects) with a cap stops the walk early.
+    """
+    seen = 0
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        seen += 1
+        if seen > MAX_ITEMS:
+            raise InputError(
+                f"document expands to more than {MAX_ITEMS} values (YAML aliases?); "
+                "write the description without repeated anchors",
+                source,
+            )
+        if isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
 
 
 def _line_map(text: str) -> dict[str, int]:

@@ -30,6 +30,10 @@ from xpuperf.topology.model import (
 )
 from xpuperf.topology.schema import PATTERNS
 
+# Sanity bounds on sizes a description may ask for (plan models up to 100 000 cards).
+MAX_NODES = 100_000
+MAX_CARDS_PER_NODE = 4096
+
 
 def read_nodes(ctx: Ctx, entries: list[Any]) -> tuple[list[Node], list[str]]:
     """All nodes, expanded, and for each the path of the entry it came from."""
@@ -40,6 +44,8 @@ def read_nodes(ctx: Ctx, entries: list[Any]) -> tuple[list[Node], list[str]]:
         path = f"nodes[{e}]"
         obj = ctx.mapping(entry, "node", path)
         count = ctx.integer(obj, "count", path, 1, 1)
+        if count > MAX_NODES:
+            ctx.fail(join(path, "count"), f"must be <= {MAX_NODES} nodes (got {count})")
         template = _preset(ctx, obj, path) if "preset" in obj else _node(ctx, obj, path)
         base = ctx.text(obj, "name", path) or (template.name if "preset" in obj else "node")
         for i in range(count):
@@ -151,6 +157,8 @@ def _devices(ctx: Ctx, raw: Any, path: str) -> list[Device]:
         n = ctx.integer(raw, "count", path, 1)
         if n is None:
             ctx.fail(join(path, "count"), "missing; how many cards has the node?")
+        if n > MAX_CARDS_PER_NODE:
+            ctx.fail(join(path, "count"), f"must be <= {MAX_CARDS_PER_NODE} cards (got {n})")
         ctx.number(raw, "peak_tflops", path)
         ctx.text(raw, "model", path)
         cols = {k: _per_card(ctx, raw, k, n, path) for k in ("numa_node", "nic", "pcie_switch")}

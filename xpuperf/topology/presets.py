@@ -223,8 +223,8 @@ def preset(name: str, nodes: int | None = None) -> Cluster:
     template = node_template(name)
     name = ALIASES.get(name, name)
     n = _DEFAULT_NODES.get(name, 1) if nodes is None else nodes
-    if n < 1:
-        raise ValueError("nodes must be >= 1")
+    if n < 1 or n > 100_000:
+        raise ValueError(f"nodes must be between 1 and 100000 (got {n})")
     members = tuple(_rename(template, f"{name}-{i}") for i in range(n))
     return Cluster(members, _NETWORKS.get(name, Network()), name=name)
 
@@ -242,6 +242,8 @@ def generic(
     PCIe of the smallest generation that carries the NIC). Raises ValueError for counts < 1."""
     if nodes < 1 or cards_per_node < 1 or nics_per_node < 1:
         raise ValueError("nodes, cards per node and NICs per node must be >= 1")
+    if nodes > 100_000 or cards_per_node > 4096:
+        raise ValueError("at most 100000 nodes of at most 4096 cards each")
     devs = tuple(Device(i, model, peak_tflops) for i in range(cards_per_node))
     nics = build.nics_for([f"nic{i}" for i in range(nics_per_node)], nic_speed_Gbps)
     node = Node("node", devs, nics=nics, pcie_bw_GBps=build.infer_pcie_GBps(nics))

@@ -59,6 +59,8 @@ def parse(text: str, source: str = "<text>") -> Imported:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"not valid JSON: {e.msg}", source, e.lineno) from None
+    except RecursionError:
+        raise InputError("JSON nested too deeply to be a rank table", source) from None
     if not isinstance(data, dict):
         raise InputError("a rank table is a JSON object", source)
     if "server_list" in data:
