@@ -36,6 +36,7 @@ from xpuperf.readers.base import (
     Format,
     RawTable,
     Source,
+    short,
 )
 from xpuperf.readers.formats.console import first_text_line
 from xpuperf.readers.generic import GENERIC_FORMATS
@@ -206,7 +207,7 @@ def _read_one(found: Found, forced: Format | None) -> tuple[Source, RawTable] | 
     if fmt is None:
         names = ", ".join(f.name for f in FORMATS)
         first = first_text_line(src)
-        quote = f"; line {first[0]} reads {first[1][:120]!r}" if first else ""
+        quote = f"; line {first[0]} reads {short(first[1])!r}" if first else ""
         raise InputError(
             "cannot tell the format: the extension is not known and the first lines look like "
             f"none of the formats tried ({names}){quote}; rename the file or pass --format NAME "
@@ -309,6 +310,9 @@ def _nothing_usable(parts: list[build.Part], warnings: list[str]) -> InputError:
     if len(parts) == 1:
         p = parts[0]
         placed = [(pos, reason) for reason, _, pos in p.report if pos is not None]
+        # the first row of each rank is dropped when step times come from timestamps; the
+        # reason the other rows went is the one to tell
+        placed = [x for x in placed if x[1] != build.FIRST_DIFF] or placed
         pos, reason = min(placed) if placed else (None, p.report[0][0] if p.report else "none")
         line = pos if p.raw.unit == "line" else None
         at = f" at {p.raw.unit} {pos}" if pos is not None and line is None else ""

@@ -143,6 +143,31 @@ class Format:
     binary: bool = False
 
 
+QUOTE_CHARS = 80
+"""File content quoted in a message (a line, a value) is cut to this many characters."""
+NAME_CHARS = 40
+"""A column name quoted in a message is cut to this many characters."""
+NAMES_SHOWN = 10
+"""A message lists at most this many column names, then ``… (N more)``."""
+
+
+def short(text: object, limit: int = QUOTE_CHARS) -> str:
+    """``text`` as one line of at most ``limit`` characters (``…`` marks a cut)."""
+    s = " ".join(str(text).split()) if any(c in str(text) for c in "\r\n") else str(text)
+    return s if len(s) <= limit else s[: max(limit - 1, 1)] + "…"
+
+
+def name_list(names: Sequence[object], limit: int = NAMES_SHOWN, quote: bool = True) -> str:
+    """Column names for a message: the first ``limit``, each cut to :data:`NAME_CHARS` (and
+    quoted), then ``… (N more)``; ``(none)`` when empty."""
+    if not names:
+        return "(none)"
+    cut = [short(n, NAME_CHARS) for n in names[:limit]]
+    shown = ", ".join(repr(c) if quote else c for c in cut)
+    more = len(names) - limit
+    return shown + (f", … ({more} more)" if more > 0 else "")
+
+
 def where(name: str, unit: str, pos: int | None) -> str:
     """``file:line`` for text lines, ``file (row N)`` otherwise, ``file`` when unknown."""
     if pos is None:

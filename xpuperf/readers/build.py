@@ -43,12 +43,28 @@ from xpuperf import steps
 from xpuperf.errors import InputError
 from xpuperf.readers import columns as colmod
 from xpuperf.readers import convert
-from xpuperf.readers.base import RawTable, Source, where
+from xpuperf.readers.base import NAME_CHARS, RawTable, Source, name_list, short, where
 from xpuperf.readers.paths import natural_key, rank_from_name
 
 BAD_RANK = "rank missing or not a non-negative integer"
+RANK_LIMIT = 2**31 - 1
+"""Ranks must be below this (the step table stores them as int32)."""
+RANK_RANGE = f"rank out of range (must be below {RANK_LIMIT})"
 BAD_STEP = "step number missing or not an integer"
+STEP_LIMIT = 2.0**63
+"""Step numbers must lie in [-STEP_LIMIT, STEP_LIMIT) (the step table stores them as int64)."""
+STEP_RANGE = "step number out of range (must fit a signed 64-bit integer)"
 BAD_TIME = "step time missing, NaN, infinite, zero or negative"
+MAX_SECONDS = 1e7
+"""Plausibility bound of a step time and of each phase time: 1e7 s (about 116 days) per step.
+Larger values are a wrong unit, a mis-mapped column or corrupt data, and would overflow the
+statistics (variance of values near 1e300 is infinite)."""
+TOO_LONG = f"implausible time above {MAX_SECONDS:.0e} s (~116 days) per step"
+TIMESTAMPS_BACK = (
+    "timestamps do not increase (step time = timestamp difference is zero or negative)"
+)
+PHASE_SLACK = 0.01
+"""compute + comm + data may exceed the step time by this fraction before a file is warned about."""
 DUPLICATE = "same (rank, step) as an earlier row; kept the first"
 BACKWARDS = "step number lower than an earlier step of the same rank in this file"
 FIRST_DIFF = (
@@ -75,6 +91,7 @@ class Part:
         names: field → the file's column that feeds it (for messages).
         how: how the rank was found (set by :func:`assign_ranks`).
         pending: dropped rows as ``(reason, count, first record ordinal)``.
+        notes: kept but suspicious rows as ``(message, count, first record ordinal)``.
         report: every drop as ``(reason, count, first position in raw.unit)``, set by
             :func:`warnings_of`.
     """
@@ -88,6 +105,7 @@ class Part:
     how: str = ""
     pending: list[tuple[str, int, int]] = field(default_factory=list)
     report: list[tuple[str, int, int | None]] = field(default_factory=list)
+    notes: list[tuple[str, int, int]] = field(default_factory=list)
 
     def drop(self, mask: np.ndarray, reason: str) -> None:
         """Drop the rows where ``mask`` is true, remembering the reason, count and first row."""
@@ -102,13 +120,18 @@ def _no_step_time(src: Source, names: list[str]) -> InputError:
     def some(role: str) -> str:
         return ", ".join(colmod.ALIASES[role][:4]) + ", …"
 
-    found = ", ".join(names[:20]) + (", …" if len(names) > 20 else "") if names else "(none)"
+    first = next((x for x in src.first_lines(50) if x.strip()), "").lstrip()
+    hint = (
+        "; the file looks like JSON: try --format jsonl"
+        if first.startswith(("{", "[")) and src.suffix not in (".json", ".jsonl", ".ndjson")
+        else ""
+    )
     return InputError(
         "no step time column: expected one of "
         f"{colmod.accepted('step_time_s')} (optionally with a unit suffix such as _ms); or a "
         f"step rate ({some('step_rate')}); or a throughput ({some('throughput')}) with samples "
         f"or --batch-size; or a timestamp ({some('t_end_s')}). The first line must name the "
-        f"columns; found: {found}",
+        f"columns; found: {name_list(names, quote=False)}{hint}",
         src.name,
     )
 
@@ -139,9 +162,9 @@ def prepare(src: Source, raw: RawTable, batch_size: float | None) -> Part:
         derive = "throughput"
         if "samples" not in pick and batch_size is None:
             raise InputError(
-                f"column {pick['throughput'].column!r} is a throughput, but there is no samples "
-                f"column ({colmod.accepted('samples')}) to turn it into a step time: pass "
-                "--batch-size N (batch_size=N), the samples per step of one rank",
+                f"column {short(pick['throughput'].column, NAME_CHARS)!r} is a throughput, but "
+                f"there is no samples column ({colmod.accepted('samples')}) to turn it into a "
+                "step time: pass --batch-size N (batch_size=N), the samples per step of one rank",
                 src.name,
             )
     elif "t_end_s" in pick:
@@ -168,7 +191,7 @@ def prepare(src: Source, raw: RawTable, batch_size: float | None) -> Part:
             vals, bad = convert.to_index(s)
         else:
             vals, bad = convert.to_float(s)
-            if m.factor != 1.0:
+            if m.factor != 1.0 and not convert.is_duration(s):  # durations carry their unit
                 vals = vals * m.factor
         df[role] = vals
         if bad is not None and bad.any():
@@ -188,7 +211,7 @@ def prepare(src: Source, raw: RawTable, batch_size: float | None) -> Part:
             df["samples"] = float(batch_size)
     names = {role: m.column for role, m in pick.items()}
     part = Part(src, raw, df, derive, rank_from_name(src.rank_hint), names)
-    part.drop(nonnum, f"non-numeric value in {', '.join(bad_cols)}")
+    part.drop(nonnum, f"non-numeric value in {name_list(bad_cols, 3, quote=False)}")
     raw.frame = frame.iloc[:0]  # the values live on in part.df; free the parsed copy
     return part
 
@@ -254,7 +277,8 @@ def assign_ranks(parts: list[Part]) -> None:
         else:
             r = np.zeros(len(p.df))
         p.df["rank"] = r
-        p.drop(~_integral(r, nonneg=True), BAD_RANK)
+        p.drop(r >= RANK_LIMIT, RANK_RANGE)  # also +inf: an integer beyond float range
+        p.drop(~_integral(p.df["rank"].to_numpy(), nonneg=True), BAD_RANK)
     owner: dict[int, Part] = {}
     for p in parts:
         for r in pd.unique(p.df["rank"].to_numpy()):
@@ -347,6 +371,8 @@ def _derive_step_time(p: Part) -> None:
         ds = _group_diff(rank, df["step"].to_numpy())
         df["step_time_s"] = dt / ds
         p.drop(~pd.Series(rank).duplicated().to_numpy(), FIRST_DIFF)
+        dt = p.df["step_time_s"].to_numpy()
+        p.drop(~np.isnan(dt) & ~(dt > 0), TIMESTAMPS_BACK)
 
 
 def finish(p: Part) -> tuple[pd.DataFrame, list[str]]:
@@ -356,35 +382,85 @@ def finish(p: Part) -> tuple[pd.DataFrame, list[str]]:
     the warnings are one line per reason, placed at the first dropped row.
     """
     step = p.df["step"].to_numpy(dtype=np.float64)
-    p.drop(~_integral(step), BAD_STEP)
+    p.drop((step < -STEP_LIMIT) | (step >= STEP_LIMIT), STEP_RANGE)  # ±inf too: huge integers
+    p.drop(~_integral(p.df["step"].to_numpy(dtype=np.float64)), BAD_STEP)
     phases = [c for c in steps.PHASES if c in p.df.columns]
     if p.derive is None:
+        col = short(p.names["step_time_s"], NAME_CHARS)
         st = p.df["step_time_s"].to_numpy()
-        p.drop(~(np.isfinite(st) & (st > 0)), f"{BAD_TIME} ({p.names['step_time_s']})")
-    neg = np.zeros(len(p.df), dtype=bool)
-    neg_cols = []
-    for c in phases:
-        v = p.df[c].to_numpy()
-        n = v < 0
-        if n.any():
-            neg |= n
-            neg_cols.append(p.names.get(c, c))
-    p.drop(neg, f"negative phase time in {', '.join(neg_cols)}")
+        p.drop(~(np.isfinite(st) & (st > 0)), f"{BAD_TIME} ({col})")
+        p.drop(p.df["step_time_s"].to_numpy() > MAX_SECONDS, f"{TOO_LONG} ({col})")
+    for c in phases:  # an infinite phase time is not a measurement: unknown
+        v = p.df[c].to_numpy(dtype=np.float64)
+        if np.isinf(v).any():
+            p.df[c] = np.where(np.isinf(v), np.nan, v)
+    _drop_phases(p, phases, lambda v: v < 0, "negative phase time in")
+    _drop_phases(p, phases, lambda v: v > MAX_SECONDS, TOO_LONG + " in")
     _check_order(p)
     if p.derive is not None:
         _derive(p)
         st = p.df["step_time_s"].to_numpy()
         p.drop(~(np.isfinite(st) & (st > 0)), BAD_TIME + DERIVED[p.derive])
+        p.drop(p.df["step_time_s"].to_numpy() > MAX_SECONDS, TOO_LONG + DERIVED[p.derive])
+    _note_phase_excess(p)
     df = p.df.drop(columns=[c for c in ("local_rank", "step_rate", "throughput") if c in p.df])
     df["rank"] = df["rank"].to_numpy().astype(steps.DTYPES["rank"])
     df["step"] = df["step"].to_numpy().astype(np.int64)
     return df.reset_index(drop=True), warnings_of(p)
 
 
+def _drop_phases(p: Part, phases: list[str], test: object, reason: str) -> None:
+    hit = np.zeros(len(p.df), dtype=bool)
+    cols = []
+    for c in phases:
+        n = test(p.df[c].to_numpy(dtype=np.float64))  # type: ignore[operator]
+        if n.any():
+            hit |= n
+            cols.append(p.names.get(c, c))
+    p.drop(hit, f"{reason} {name_list(cols, 3, quote=False)}" if cols else reason)
+
+
+def _note_phase_excess(p: Part) -> None:
+    """Note rows whose compute + comm + data exceed the step time by more than PHASE_SLACK."""
+    df = p.df
+    if len(df) == 0:
+        return
+    if "compute_s" in df.columns:
+        compute = df["compute_s"].to_numpy(dtype=np.float64)
+    else:
+        parts = [c for c in ("forward_s", "backward_s", "optimizer_s") if c in df.columns]
+        if not parts:
+            compute = np.zeros(len(df))
+        else:
+            compute = np.nansum([df[c].to_numpy(dtype=np.float64) for c in parts], axis=0)
+    total = np.nan_to_num(compute)
+    have = "compute_s" in df.columns or any(
+        c in df.columns for c in ("forward_s", "backward_s", "optimizer_s")
+    )
+    for c in ("comm_s", "data_s"):
+        if c in df.columns:
+            total = total + np.nan_to_num(df[c].to_numpy(dtype=np.float64))
+            have = True
+    if not have:
+        return
+    over = total > df["step_time_s"].to_numpy(dtype=np.float64) * (1.0 + PHASE_SLACK)
+    if over.any():
+        first = int(df.index[int(np.argmax(over))])
+        p.notes.append(
+            (
+                "compute + comm + data exceed the step time by more than "
+                f"{PHASE_SLACK:.0%}; kept them, but the phase columns may be mis-mapped or "
+                "in another unit",
+                int(over.sum()),
+                first,
+            )
+        )
+
+
 def warnings_of(p: Part) -> list[str]:
     """One line per parser drop and per row check of a part, in the order they happened."""
     raw, name = p.raw, p.src.name
-    need = [first for _, _, first in p.pending]
+    need = [first for _, _, first in p.pending + p.notes]
     located = raw.locate(need) if need or any(d.first is None for d in raw.drops) else {}
     items = [(d.reason, d.count, d.first) for d in raw.drops]
     items += [(reason, n, located.get(first)) for reason, n, first in p.pending]
@@ -394,4 +470,9 @@ def warnings_of(p: Part) -> list[str]:
         rows = "row" if n == 1 else "rows"
         at = f", the first at this {raw.unit}" if n > 1 and pos is not None else ""
         out.append(f"{where(name, raw.unit, pos)}: skipped {n} {rows}{at}: {reason}")
+    for note, n, first in p.notes:
+        pos = located.get(first)
+        rows = "row" if n == 1 else "rows"
+        at = f", the first at this {raw.unit}" if n > 1 and pos is not None else ""
+        out.append(f"{where(name, raw.unit, pos)}: {n} {rows}{at}: {note}")
     return out

@@ -33,6 +33,18 @@ def _is_datetime(s: pd.Series) -> bool:
     return isinstance(s.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_any_dtype(s.dtype)
 
 
+def is_duration(s: pd.Series) -> bool:
+    """A timedelta column (an Arrow ``duration`` read through pandas): values carry their unit."""
+    return pd.api.types.is_timedelta64_dtype(s.dtype) or (
+        isinstance(s.dtype, pd.ArrowDtype) and pa.types.is_duration(s.dtype.pyarrow_dtype)
+    )
+
+
+def _duration_seconds(s: pd.Series) -> np.ndarray:
+    secs = pd.Series(s).astype("timedelta64[ns]") / pd.Timedelta(1, "s")
+    return np.array(secs.to_numpy(dtype=np.float64, na_value=np.nan))
+
+
 def _is_number(s: pd.Series) -> bool:
     dt = s.dtype
     return pd.api.types.is_numeric_dtype(dt) or pd.api.types.is_bool_dtype(dt)
@@ -45,14 +57,17 @@ def _object_to_float(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         if v is None or (isinstance(v, float) and np.isnan(v)):
             continue
         if isinstance(v, (bool, int, float, np.number)):
-            out[i] = float(v)
+            try:
+                out[i] = float(v)
+            except OverflowError:  # an integer beyond float range, e.g. 10**400 in JSON
+                out[i] = np.inf if v > 0 else -np.inf
             continue
         text = str(v).strip()
         if text.lower() in NULL_WORDS:
             continue
         try:
             out[i] = float(text)
-        except ValueError:
+        except (ValueError, OverflowError):
             bad[i] = True
     return out, bad
 
@@ -63,6 +78,8 @@ def to_float(s: pd.Series) -> tuple[np.ndarray, np.ndarray | None]:
     Numeric columns are used as they are; text columns are parsed with pyarrow (no per-row Python
     loop); object columns (mixed JSON values) element by element.
     """
+    if is_duration(s):
+        return _duration_seconds(s), None
     if _is_number(s):
         return s.to_numpy(dtype=np.float64, na_value=np.nan), None
     if _is_datetime(s):
@@ -71,8 +88,8 @@ def to_float(s: pd.Series) -> tuple[np.ndarray, np.ndarray | None]:
         arr = pa.array(s, from_pandas=True)
         if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
             arr = arr.cast(pa.string())
-    except (pa.ArrowException, TypeError, ValueError):
-        return _object_to_float(s)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return _object_to_float(s)  # OverflowError: a JSON integer beyond 64 bits
     t = pc.utf8_trim_whitespace(arr)
     null = pc.or_(pc.is_null(t), pc.fill_null(pc.is_in(pc.utf8_lower(t), value_set=_NULLS), True))
     ok = pc.fill_null(pc.match_substring_regex(t, _NUMBER), False)
@@ -136,6 +153,8 @@ def to_epoch(s: pd.Series, factor: float, unit: str | None) -> tuple[np.ndarray,
     if _is_datetime(s):
         return _epoch_seconds(s), None
     vals, bad = to_float(s)
+    if is_duration(s):
+        return vals, bad  # time since some start, already in seconds
     k = factor if unit is not None else auto_epoch_factor(vals)
     if k != 1.0:
         vals = vals * k
@@ -184,8 +203,8 @@ def to_label(s: pd.Series) -> pd.Series:
     """Node names as pandas ``string``: integral numbers without ``.0``, blanks → missing."""
     if _is_number(s):
         v = s.to_numpy(dtype=np.float64, na_value=np.nan)
-        fin = np.isfinite(v)
-        if np.all(v[fin] == np.round(v[fin])):
+        fin = np.isfinite(v) & (np.abs(v) < 2.0**63)  # beyond int64: label the float text
+        if np.all(fin == np.isfinite(v)) and np.all(v[fin] == np.round(v[fin])):
             out = pd.Series(pd.array(np.where(fin, v, 0).astype(np.int64)), index=s.index)
             out = out.astype("string")
             out[~fin] = pd.NA

@@ -215,6 +215,10 @@ def _read_json_document(src: Source) -> RawTable:
         raise InputError(f"{ln.UNDECODABLE}", src.name) from exc
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON: {exc.msg}", src.name, exc.lineno) from exc
+    except RecursionError:
+        raise InputError(
+            "JSON nested too deeply to be a log; expected a list of flat records", src.name
+        ) from None
     if isinstance(doc, dict):
         lists = [v for v in doc.values() if isinstance(v, list) and v and isinstance(v[0], dict)]
         doc = lists[0] if lists else [doc]
@@ -240,11 +244,13 @@ def read_jsonl(src: Source) -> RawTable:
             return _read_json_document(src)  # one pretty-printed object holding the records
         except InputError:
             pass  # report it line by line below
-    try:
-        with src.arrow_stream() as stream:
-            table = pajson.read_json(stream)
-    except (pa.ArrowException, OSError, EOFError, zlib.error):
-        table = None
+    table = None
+    if not ln.json_too_deep(src):  # pyarrow's JSON parser crashes on hostile nesting depth
+        try:
+            with src.arrow_stream() as stream:
+                table = pajson.read_json(stream)
+        except (pa.ArrowException, OSError, EOFError, zlib.error):
+            table = None
     if table is not None:
         names = table.column_names
         frame = table.select(colmod.select(names)).to_pandas(
@@ -311,7 +317,7 @@ def sniff_jsonl(lines: list[str]) -> bool:
         return False
     try:
         return isinstance(json.loads(first), dict)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
 

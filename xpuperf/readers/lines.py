@@ -31,6 +31,15 @@ from xpuperf.readers.base import Drop, Source
 
 CHUNK = 1 << 22
 _QUOTE, _NL, _CR = 34, 10, 13
+_OPEN = np.zeros(256, dtype=np.int8)
+_OPEN[[ord("["), ord("{")]] = 1
+_OPEN[[ord("]"), ord("}")]] = -1
+MAX_JSON_DEPTH = 64
+"""Deepest bracket nesting of a JSON line handed to the native (pyarrow) JSON reader: a record of
+a step log is flat, and pyarrow's recursive parser crashes the process (stack overflow) on lines
+nested tens of thousands deep. Deeper lines go to :func:`read_json_lines`, which drops lines
+deeper than :data:`MAX_JSON_DEPTH` with a counted warning."""
+TOO_DEEP = f"JSON nested more than {MAX_JSON_DEPTH} levels deep (a step record is flat)"
 _WS = np.array([9, 10, 11, 12, 13, 32], dtype=np.uint8)
 
 
@@ -139,6 +148,52 @@ def scan(
             if ti >= len(want) and (not csv_mode or not ragged or res.first_ragged is not None):
                 break
     return res
+
+
+def line_depth(raw: bytes) -> int:
+    """Upper bound of the bracket nesting depth of one line (brackets inside strings count too)."""
+    if not raw:
+        return 0
+    d = np.cumsum(_OPEN[np.frombuffer(raw, dtype=np.uint8)], dtype=np.int64)
+    return int(d.max())
+
+
+def json_too_deep(src: Source, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when some line may nest ``[``/``{`` deeper than ``limit`` (cheap streaming bound).
+
+    Counts brackets per line with numpy, ignoring strings, so brackets inside string values can
+    only over-estimate the depth (the file then takes the slow, safe path). An unreadable or
+    corrupt stream answers True (the slow path reports it).
+    """
+    depth = 0  # depth carried over from the unfinished line at the end of the previous chunk
+    try:
+        stream = src.open()
+    except OSError:
+        return True
+    with stream:
+        while True:
+            try:
+                chunk = stream.read(CHUNK)
+            except (OSError, EOFError, zlib.error):
+                return True
+            if not chunk:
+                return False
+            a = np.frombuffer(chunk, dtype=np.uint8)
+            delta = _OPEN[a].astype(np.int64)
+            nl = a == _NL
+            if delta.any():
+                cs = np.cumsum(delta)
+                # depth relative to the start of each line: subtract the running sum at the
+                # line's start (the last newline before it)
+                line_id = np.cumsum(nl)
+                starts = np.concatenate(([0], cs[np.flatnonzero(nl)]))
+                rel = cs - starts[line_id]
+                rel[line_id == 0] += depth
+                if int(rel.max()) > limit:
+                    return True
+                depth = int(rel[-1])  # 0 when the chunk ends with a newline
+            elif nl.any():
+                depth = 0
 
 
 def _physical_lines(src: Source) -> Iterator[tuple[int, bytes | None]]:
@@ -279,8 +334,14 @@ def read_json_lines(src: Source) -> tuple[pd.DataFrame, np.ndarray, list[Drop]]:
         except UnicodeDecodeError:
             drops.add(UNDECODABLE, n)
             continue
+        if line_depth(raw) > MAX_JSON_DEPTH:
+            drops.add(TOO_DEEP, n)
+            continue
         try:
             obj = json.loads(text)
+        except RecursionError:
+            drops.add(TOO_DEEP, n)
+            continue
         except ValueError:
             drops.add("not valid JSON", n)
             continue

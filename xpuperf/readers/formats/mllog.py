@@ -63,7 +63,7 @@ def read(src: Source) -> TextTable:
             try:
                 e = json.loads(text.split(":::MLLOG", 1)[1])
                 key, t = e["key"], float(e["time_ms"]) / 1000.0
-            except (ValueError, KeyError, TypeError, IndexError):
+            except (ValueError, KeyError, TypeError, IndexError, RecursionError):
                 speed.drop("':::MLLOG' line that is not valid JSON", n)
                 continue
             md = e.get("metadata") or {}
