@@ -196,7 +196,7 @@ def json_too_deep(src: Source, limit: int = MAX_JSON_DEPTH) -> bool:
                 depth = 0
 
 
-def _physical_lines(src: Source) -> Iterator[tuple[int, bytes | None]]:
+def physical_lines(src: Source) -> Iterator[tuple[int, bytes | None]]:
     """(line number, bytes without line end) for each line; None once the data is corrupt."""
     try:
         stream = src.open()
@@ -271,7 +271,7 @@ def read_csv_lines(
     cols: list[list[str | None]] = []
     keep_idx: list[int] = []
     lines: list[int] = []
-    for n, raw in _physical_lines(src):
+    for n, raw in physical_lines(src):
         if raw is None:
             drops.add(TRUNCATED, n)
             break
@@ -323,7 +323,7 @@ def read_json_lines(src: Source) -> tuple[pd.DataFrame, np.ndarray, list[Drop]]:
     drops = _Drops()
     records: list[dict] = []
     lines: list[int] = []
-    for n, raw in _physical_lines(src):
+    for n, raw in physical_lines(src):
         if raw is None:
             drops.add(TRUNCATED, n)
             break

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import calendar
 import re
-import zlib
 from collections.abc import Iterator
 
-from xpuperf.errors import InputError
 from xpuperf.readers.base import Source
+from xpuperf.readers.lines import physical_lines
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _PREFIX = re.compile(
@@ -86,30 +85,22 @@ def iter_lines(src: Source, bad: list[int] | None = None) -> Iterator[tuple[int,
         InputError: the file cannot be opened. A corrupt gzip stream ends the iteration early
             (the lines before it are kept).
     """
-    try:
-        stream = src.open()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc}", src.name) from exc
-    with stream:
-        n = 0
-        try:
-            for n, raw in enumerate(stream, 1):
-                if n == 1:
-                    raw = raw.removeprefix(b"\xef\xbb\xbf")
-                text, ok = decode(raw.rstrip(b"\r\n"))
-                if not ok and bad is not None:
-                    bad.append(n)
-                if "\r" in text:
-                    for piece in text.split("\r"):
-                        if piece.strip():
-                            rank, t = clean(piece)
-                            yield n, rank, t
-                    continue
-                rank, t = clean(text)
-                yield n, rank, t
-        except (OSError, EOFError, zlib.error):
+    for n, raw in physical_lines(src):
+        if raw is None:  # corrupt compressed stream: keep what came before
             if bad is not None:
-                bad.append(n + 1)
+                bad.append(n)
+            return
+        text, ok = decode(raw)
+        if not ok and bad is not None:
+            bad.append(n)
+        if "\r" in text:
+            for piece in text.split("\r"):
+                if piece.strip():
+                    rank, t = clean(piece)
+                    yield n, rank, t
+            continue
+        rank, t = clean(text)
+        yield n, rank, t
 
 
 def timestamp(text: str) -> float | None:
