@@ -123,9 +123,8 @@ def _nic(planner: Planner, cards: int, s: Settings, base: Point) -> Fix | None:
     if s.nic_per_card or cards <= planner.g or lv.card_net_bw_GBps >= lv.leader_net_bw_GBps:
         return None
     pt = planner.point(cards, replace(s, nic_per_card=True))
-    share = lv.leader_net_bw_GBps / lv.card_net_bw_GBps
     why = (
-        f"{share:g} cards share each NIC ({lv.card_net_bw_GBps:g} GB/s per card); one NIC per "
+        f"cards share NICs ({lv.card_net_bw_GBps:g} GB/s per card when all send); one NIC per "
         f"card gives each {lv.leader_net_bw_GBps:g} GB/s (EFLOPS design) — a hardware change"
     )
     return Fix("NIC per card", "nic-per-card", st.nic_setting(planner.g), cards, base.speedup,
