@@ -129,15 +129,16 @@ def test_usage_errors_are_one_line_exit_2(args: tuple[str, ...]) -> None:
     assert "Traceback" not in p.stderr
 
 
-def test_broken_pipe_is_not_a_failed_gate(samples: Path) -> None:
-    # `xpuperf analyze … | head`: stdout closes early; exit 1 is reserved for failed gates
+@pytest.mark.parametrize("cmd", ["analyze {samples}/healthy_8rank", "formats"])
+def test_broken_pipe_is_not_a_failed_gate(samples: Path, cmd: str) -> None:
+    # `xpuperf … | head`: stdout closes early; exit 1 is reserved for failed gates
     p = subprocess.run(
         [
             "bash",
             "-o",
             "pipefail",
             "-c",
-            f"{sys.executable} -m xpuperf analyze {samples / 'healthy_8rank'} | head -c 10",
+            f"{sys.executable} -m xpuperf {cmd.format(samples=samples)} | head -c 10",
         ],
         capture_output=True,
         text=True,
@@ -150,3 +151,11 @@ def test_broken_pipe_is_not_a_failed_gate(samples: Path) -> None:
 def test_debug_is_accepted_by_every_subcommand(tmp_path: Path) -> None:
     p = run("topo", "show", "--preset", "dgx-a100", "--debug")
     assert p.returncode == 0, p.stderr
+
+
+def test_control_characters_from_files_never_reach_stderr(tmp_path: Path) -> None:
+    f = tmp_path / "rank0.csv"
+    f.write_bytes(b"step,rank,\x1b[31mx\n1,0,0.3\n")  # an ANSI escape in a column name
+    p = run("analyze", str(f))
+    assert p.returncode == 2
+    assert "\x1b" not in p.stderr

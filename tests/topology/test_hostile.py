@@ -32,6 +32,11 @@ LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
             "must be <= 4096 cards",
         ),
         (
+            "total.yaml",
+            "schema: xpuperf.topology/1\nnodes:\n  - count: 1000\n    devices: 4096\n",
+            "would exceed 1000000 cards",
+        ),
+        (
             "cpus.yaml",
             "schema: xpuperf.topology/1\nnodes:\n  - devices: 8\n    numa_nodes:\n"
             '      - id: 0\n        cpus: "0-999999999"\n',
@@ -51,3 +56,5 @@ def test_huge_preset_node_count_is_refused() -> None:
         presets.preset("dgx-a100", 10**9)
     with pytest.raises(ValueError, match="at most 100000 nodes"):
         presets.generic(10**9, 8)
+    with pytest.raises(ValueError, match="1000000 cards in all"):
+        presets.generic(1000, 4096)

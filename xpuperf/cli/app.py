@@ -7,6 +7,7 @@ Exit codes: 0 ran fine, 1 a gate the user asked for failed, 2 usage or input err
 from __future__ import annotations
 
 import os
+import re
 import sys
 import traceback
 
@@ -54,8 +55,12 @@ app.command("calibrate")(calibrate_cmd.calibrate)
 app.add_typer(topo_app, name="topo")
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def _err(msg: str) -> None:
-    print(f"xpuperf: {msg}", file=sys.stderr)
+    """One line on stderr; control characters from file content (ANSI escapes) become ``?``."""
+    print("xpuperf: " + _CONTROL.sub("?", msg), file=sys.stderr)
 
 
 def _usage_line(e: Exception) -> str:
@@ -84,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
         code = 130
     except typer.exceptions.TyperException as e:
         # usage errors (typer vendors click; its exceptions derive from TyperException)
-        print(_usage_line(e), file=sys.stderr)
+        print(_CONTROL.sub("?", _usage_line(e)), file=sys.stderr)
         code = getattr(e, "exit_code", EXIT_INPUT) or EXIT_INPUT
     except XpuperfError as e:
         _err(f"error: {e}")

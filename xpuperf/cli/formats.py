@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from rich.console import Console
-
+from xpuperf.cli.console import out_console
 from xpuperf.readers import FORMATS, SNIFFED_EXTENSIONS
 
 
 def formats() -> None:
     """List the log formats in sniffing order, with their extensions and an example line."""
-    out = Console(highlight=False, emoji=False, soft_wrap=True)
+    out = out_console()
     sniffed = ", ".join(SNIFFED_EXTENSIONS)
     out.print(
         f"Formats in sniffing order ({sniffed} and unknown extensions are recognised by content; "

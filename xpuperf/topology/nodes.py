@@ -33,6 +33,7 @@ from xpuperf.topology.schema import PATTERNS
 # Sanity bounds on sizes a description may ask for (plan models up to 100 000 cards).
 MAX_NODES = 100_000
 MAX_CARDS_PER_NODE = 4096
+MAX_CARDS = 1_000_000
 
 
 def read_nodes(ctx: Ctx, entries: list[Any]) -> tuple[list[Node], list[str]]:
@@ -40,6 +41,7 @@ def read_nodes(ctx: Ctx, entries: list[Any]) -> tuple[list[Node], list[str]]:
     nodes: list[Node] = []
     origin: list[str] = []
     names: dict[str, str] = {}
+    total_cards = 0
     for e, entry in enumerate(entries):
         path = f"nodes[{e}]"
         obj = ctx.mapping(entry, "node", path)
@@ -47,6 +49,9 @@ def read_nodes(ctx: Ctx, entries: list[Any]) -> tuple[list[Node], list[str]]:
         if count > MAX_NODES:
             ctx.fail(join(path, "count"), f"must be <= {MAX_NODES} nodes (got {count})")
         template = _preset(ctx, obj, path) if "preset" in obj else _node(ctx, obj, path)
+        total_cards += count * len(template.devices)
+        if total_cards > MAX_CARDS:
+            ctx.fail(join(path, "count"), f"the cluster would exceed {MAX_CARDS} cards")
         base = ctx.text(obj, "name", path) or (template.name if "preset" in obj else "node")
         for i in range(count):
             if "{i}" in base:

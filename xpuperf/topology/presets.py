@@ -41,6 +41,8 @@ from xpuperf.topology.model import (
     PcieSwitch,
 )
 
+MAX_CARDS = 1_000_000  # 10× what `plan` models (100 000 cards); bounds memory and time
+
 
 def _devices(n: int, model: str, tflops: float, numa: list[int], switches: list[str]) -> tuple:
     return tuple(
@@ -242,8 +244,11 @@ def generic(
     PCIe of the smallest generation that carries the NIC). Raises ValueError for counts < 1."""
     if nodes < 1 or cards_per_node < 1 or nics_per_node < 1:
         raise ValueError("nodes, cards per node and NICs per node must be >= 1")
-    if nodes > 100_000 or cards_per_node > 4096:
-        raise ValueError("at most 100000 nodes of at most 4096 cards each")
+    if nodes > 100_000 or cards_per_node > 4096 or nodes * cards_per_node > MAX_CARDS:
+        raise ValueError(
+            f"at most 100000 nodes, 4096 cards per node and {MAX_CARDS} cards in all "
+            f"(got {nodes} × {cards_per_node})"
+        )
     devs = tuple(Device(i, model, peak_tflops) for i in range(cards_per_node))
     nics = build.nics_for([f"nic{i}" for i in range(nics_per_node)], nic_speed_Gbps)
     node = Node("node", devs, nics=nics, pcie_bw_GBps=build.infer_pcie_GBps(nics))
