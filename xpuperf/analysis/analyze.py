@@ -137,8 +137,8 @@ def _quality_findings(table: pd.DataFrame, read_warnings: Sequence[str]) -> list
             Finding(
                 "XP401",
                 Severity.WARNING,
-                f"{len(read_warnings)} reader warning(s): rows were skipped (see warnings); "
-                "the analysis uses the rows that were good.",
+                f"{len(read_warnings)} reader warning(s) on stderr and in the JSON: rows skipped "
+                "or assumptions made about the log; the analysis uses the rows that were good.",
                 {"warnings": list(read_warnings)},
             )
         )
