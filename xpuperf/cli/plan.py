@@ -15,6 +15,7 @@ import typer
 
 from xpuperf.advice.plan import make_plan
 from xpuperf.cli.console import out_console
+from xpuperf.cli.topo import nic_speed_Gbps
 from xpuperf.costmodel.comm import USER_ALGORITHMS
 from xpuperf.costmodel.estimate import DEFAULT_CARDS, FRAMEWORKS, Settings
 from xpuperf.costmodel.workloads import MODEL_PRESETS, even_split, model
@@ -24,7 +25,6 @@ from xpuperf.report.plan_report import render_json, render_terminal
 from xpuperf.topology import build, presets
 from xpuperf.topology.importers import load_any
 from xpuperf.topology.model import Cluster
-from xpuperf.topology.schema import UnitError, parse_quantity
 
 EXAMPLE = ("dgx-a100", 128, "resnet50", 0.1, 256.0)
 """Bundled example: 128 DGX-A100 nodes (1024 cards), ResNet-50, 0.1 s single-card step at batch
@@ -72,14 +72,7 @@ def resolve_cluster(topology: str | None, nodes: int | None, cards_per_node: int
                     ("--nics-per-node", nics_per_node)):  # fmt: skip
         if v is not None and v < 1:
             raise UsageError(f"{name} must be >= 1, got {v}")
-    speed = None
-    if nic_speed is not None:
-        try:
-            speed = parse_quantity(nic_speed, "bandwidth") * 8.0
-        except UnitError as e:
-            raise UsageError(f"--nic-speed: {e}") from None
-        if not speed > 0 or speed == float("inf"):
-            raise UsageError(f"--nic-speed must be > 0 and finite, e.g. 100Gbps (got {nic_speed})")
+    speed = nic_speed_Gbps(nic_speed, "--nic-speed")
     if topology is not None and cards_per_node is not None:
         raise UsageError("give --topology or --cards-per-node (a generic cluster), not both")
     if topology is None and cards_per_node is not None:

@@ -80,18 +80,28 @@ def resolve(
             return presets.preset(preset, nodes)
         except ValueError as e:
             raise UsageError(f"--nodes: {e}") from None
-    speed = None
-    if nic is not None:
-        try:
-            speed = parse_quantity(nic, "bandwidth") * 8.0
-        except UnitError as e:
-            raise UsageError(f"--nic: {e}") from None
-        if not speed > 0 or speed == float("inf"):
-            raise UsageError(f"--nic must be a positive finite speed such as 100Gbps (got {nic})")
+    speed = nic_speed_Gbps(nic, "--nic")
     try:
         return presets.generic(nodes or 1, cards_per_node or 1, speed, nics_per_node)
     except ValueError as e:
         raise UsageError(str(e)) from None
+
+
+def nic_speed_Gbps(text: str | None, flag: str) -> float | None:
+    """A NIC speed option (``"100Gbps"``, ``"25GB/s"``) in Gb/s, or None when not given.
+
+    Raises:
+        UsageError: not a bandwidth, or not > 0 and finite.
+    """
+    if text is None:
+        return None
+    try:
+        speed = parse_quantity(text, "bandwidth") * 8.0
+    except UnitError as e:
+        raise UsageError(f"{flag}: {e}") from None
+    if not speed > 0 or speed == float("inf"):
+        raise UsageError(f"{flag} must be > 0 and finite, e.g. 100Gbps (got {text})")
+    return speed
 
 
 def _emit_json(data: object, json_out: str, inputs: list[str]) -> None:
