@@ -29,15 +29,12 @@ training step). ``samples`` = ``per_device_train_batch_size × gradient_accumula
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Callable
 from typing import Any
 
-from xpuperf.probe.recorder import StepProbe
+from xpuperf.probe.callback import FrameworkCallback
 
 
-class ProbeCallbackBase:
+class ProbeCallbackBase(FrameworkCallback):
     """The callback logic, without a framework base class (see the module docstring).
 
     Args:
@@ -48,50 +45,24 @@ class ProbeCallbackBase:
             loaded.
     """
 
-    def __init__(
-        self,
-        out_dir: str | os.PathLike[str] | None = None,
-        *,
-        flush_every: int = 50,
-        sync: Callable[[], Any] | None = None,
-        truncate: bool = False,
-        samples_per_step: float | None = None,
-        split_comm: bool = True,
-    ) -> None:
-        self.out_dir = out_dir
-        self.options: dict[str, Any] = {
-            "flush_every": flush_every,
-            "sync": sync,
-            "truncate": truncate,
-        }
-        self.samples_per_step = samples_per_step
-        self.split_comm = split_comm
-        self.probe: StepProbe | None = None
-        self.handles: list[Any] = []
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self._optimizer_seen = False
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         """Create the probe of this process and open the first step."""
-        if self.probe is not None:
-            self.probe.close()
         samples = self.samples_per_step
         if samples is None and getattr(args, "per_device_train_batch_size", None):
             samples = args.per_device_train_batch_size * getattr(
                 args, "gradient_accumulation_steps", 1
             )
-        self.probe = StepProbe(
-            self.out_dir,
+        self._open(
             rank=getattr(args, "process_index", None),
             local_rank=getattr(args, "local_process_index", None),
             world_size=getattr(args, "world_size", None),
             samples_per_step=samples,
-            **self.options,
+            model=kwargs.get("model"),
         )
-        model = kwargs.get("model")
-        if self.split_comm and model is not None and "torch" in sys.modules:
-            from xpuperf.probe.pytorch import attach_if_distributed
-
-            self.handles = attach_if_distributed(self.probe, model)
         self._restart(state)
 
     def _restart(self, state: Any) -> None:
@@ -143,11 +114,7 @@ class ProbeCallbackBase:
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         """Write the remaining records and close the file."""
-        for h in self.handles:
-            h.remove()
-        self.handles = []
-        if self.probe is not None:
-            self.probe.close()
+        self._close()
 
 
 _CACHE: dict[str, type] = {}

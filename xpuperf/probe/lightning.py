@@ -25,12 +25,9 @@ the batch (first dimension of its first tensor) unless ``samples_per_step`` is g
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Callable
 from typing import Any
 
-from xpuperf.probe.recorder import StepProbe
+from xpuperf.probe.callback import FrameworkCallback
 
 
 def batch_len(batch: Any) -> int | None:
@@ -49,7 +46,7 @@ def batch_len(batch: Any) -> int | None:
     return None
 
 
-class ProbeCallbackBase:
+class ProbeCallbackBase(FrameworkCallback):
     """The callback logic, without a framework base class (see the module docstring).
 
     Args:
@@ -59,44 +56,19 @@ class ProbeCallbackBase:
         split_comm: split DDP's wait out of backward in distributed runs.
     """
 
-    def __init__(
-        self,
-        out_dir: str | os.PathLike[str] | None = None,
-        *,
-        flush_every: int = 50,
-        sync: Callable[[], Any] | None = None,
-        truncate: bool = False,
-        samples_per_step: float | None = None,
-        split_comm: bool = True,
-    ) -> None:
-        self.out_dir = out_dir
-        self.options: dict[str, Any] = {
-            "flush_every": flush_every,
-            "sync": sync,
-            "truncate": truncate,
-        }
-        self.samples_per_step = samples_per_step
-        self.split_comm = split_comm
-        self.probe: StepProbe | None = None
-        self.handles: list[Any] = []
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self._samples: float | None = None
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         """Create the probe of this process and open the first step."""
-        if self.probe is not None:
-            self.probe.close()
-        self.probe = StepProbe(
-            self.out_dir,
+        self._open(
             rank=getattr(trainer, "global_rank", None),
             local_rank=getattr(trainer, "local_rank", None),
             world_size=getattr(trainer, "world_size", None),
             samples_per_step=self.samples_per_step,
-            **self.options,
+            model=pl_module,
         )
-        if self.split_comm and "torch" in sys.modules:
-            from xpuperf.probe.pytorch import attach_if_distributed
-
-            self.handles = attach_if_distributed(self.probe, pl_module)
         self._restart()
 
     def _restart(self) -> None:
@@ -140,11 +112,7 @@ class ProbeCallbackBase:
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         """Write the remaining records and close the file."""
-        for h in self.handles:
-            h.remove()
-        self.handles = []
-        if self.probe is not None:
-            self.probe.close()
+        self._close()
 
 
 _CACHE: dict[str, type] = {}
