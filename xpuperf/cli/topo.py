@@ -23,6 +23,8 @@ from xpuperf.findings import Severity
 from xpuperf.report.output import check_not_input, write_text_atomic
 from xpuperf.report.terminal import safe
 from xpuperf.topology import audit, presets
+from xpuperf.topology import binding as bind
+from xpuperf.topology.binding import audit as bind_audit
 from xpuperf.topology.importers import import_files, load_any
 from xpuperf.topology.model import Cluster
 from xpuperf.topology.schema import UnitError, parse_quantity
@@ -147,17 +149,52 @@ def check(
         str | None,
         typer.Option("--fail-on", help="Exit 1 if a finding is at least: warning|error."),
     ] = None,
+    binding: Annotated[
+        str | None,
+        typer.Option(
+            "--binding",
+            help="CPU binding in effect: per-rank CPU lists (CSV/YAML/JSON), a launcher config, "
+            "numactl --show, taskset -cp, srun --cpu-bind=verbose or Open MPI --report-bindings "
+            "output; audited against the card's NUMA node (XP510-XP516).",
+        ),
+    ] = None,
+    binding_format: Annotated[
+        str | None,
+        typer.Option(
+            "--binding-format",
+            help=f"Binding file format instead of sniffing: {', '.join(bind.FORMATS)}.",
+        ),
+    ] = None,
 ) -> None:
     """Audit the topology: NICs across the socket, shared NICs, missing NUMA affinity,
-    non-uniform or uneven links, rank order (codes XP5xx)."""
+    non-uniform or uneven links, rank order (codes XP5xx); with --binding, the ranks' CPU
+    binding against their cards' NUMA nodes."""
     if fail_on not in (None, "warning", "error", "info"):
         raise UsageError("--fail-on must be info, warning or error")
+    if binding_format is not None and binding is None:
+        raise UsageError("--binding-format needs --binding FILE")
     cluster = resolve(file, preset, nodes, cards_per_node, nic, nics_per_node)
     findings = audit.check(cluster)
+    doc: dict = {}
+    if binding is not None:
+        bf = bind.read_binding(binding, binding_format)
+        extra, ranks = bind_audit.check(cluster, bf)
+        findings = sorted(findings + extra, key=lambda f: (-f.severity.rank, f.code))
+        doc["binding"] = {
+            "file": binding,
+            "format": bf.format,
+            "ranks": [r.to_dict() for r in ranks],
+        }
+        err = err_console()
+        for note in bf.notes:
+            err.print("note: " + safe(note), markup=False)
+    inputs = [p for p in (file, binding) if p]
     if json_out:
-        _emit_json({"findings": [f.to_dict() for f in findings]}, json_out, [file] if file else [])
+        _emit_json({"findings": [f.to_dict() for f in findings], **doc}, json_out, inputs)
     if json_out != "-":
         console = out_console()
+        if binding is not None:
+            console.print(_binding_line(doc["binding"]), markup=False, soft_wrap=True)
         if not findings:
             console.print("no topology findings", markup=False)
         for f in findings:
@@ -167,6 +204,15 @@ def check(
         bad = [f for f in findings if f.severity.rank >= bar]
         if bad:
             raise GateFailedError(f"{len(bad)} topology finding(s) at or above {fail_on}")
+
+
+def _binding_line(b: dict) -> str:
+    ranks = b["ranks"]
+    local = sum(
+        1 for r in ranks if r["card_numa"] is not None and r["cpu_numa"] == [r["card_numa"]]
+    )
+    return (f"binding: {len(ranks)} rank(s) from {b['file']} ({b['format']}); {local} bound to "
+            "their card's NUMA node only")  # fmt: skip
 
 
 @topo_app.command("import")

@@ -68,11 +68,16 @@ __all__ = [  # the constants are re-exported: callers may import them from here
 
 @dataclass(frozen=True)
 class NumaNode:
-    """One NUMA node of a host: ``id``, its CPU ids (may be empty: CPU-less memory nodes), MB."""
+    """One NUMA node of a host: ``id``, its CPU ids (may be empty: CPU-less memory nodes), MB.
+
+    ``distances``: relative distances (ACPI SLIT, 10 = local, as ``numactl -H`` prints) to each
+    NUMA node of the host, in the order of :attr:`Node.numa_nodes`; ``()`` when unknown.
+    """
 
     id: int
     cpus: tuple[int, ...] = ()
     memory_MB: float | None = None  # noqa: N815 (unit in the name, style.md rule 8)
+    distances: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -195,6 +200,14 @@ class Node:
     def nic(self, name: str) -> Nic | None:
         """The NIC with this name, or None."""
         return self._nics.get(name)
+
+    def numa_distance(self, a: int, b: int) -> int | None:
+        """Relative distance from NUMA node ``a`` to ``b`` (10 = local), None when unknown."""
+        ids = [n.id for n in self.numa_nodes]
+        src = next((n for n in self.numa_nodes if n.id == a), None)
+        if src is None or b not in ids or len(src.distances) != len(ids):
+            return None
+        return src.distances[ids.index(b)]
 
     def link(self, a: int, b: int) -> Link | None:
         """The direct link between cards ``a`` and ``b``, or None."""

@@ -140,7 +140,17 @@ def _numa_nodes(ctx: Ctx, raw: Any, path: str) -> tuple[NumaNode, ...]:
             cpus = (cpus,)
         else:
             cpus = tuple(ctx.as_int(c, f"{p}.cpus[{j}]") for j, c in enumerate(ctx.seq(cpus, p)))
-        out.append(NumaNode(nid, tuple(cpus), ctx.qty(item, "memory", p)))
+        dist = item.get("distances")
+        dist = () if dist is None else ctx.seq(dist, join(p, "distances"))
+        dist = tuple(ctx.as_int(d, f"{p}.distances[{j}]", 1) for j, d in enumerate(dist))
+        out.append(NumaNode(nid, tuple(cpus), ctx.qty(item, "memory", p), dist))
+    for i, n in enumerate(out):
+        if n.distances and len(n.distances) != len(out):
+            ctx.fail(
+                f"{path}[{i}].distances",
+                f"has {len(n.distances)} values for {len(out)} NUMA nodes (one per NUMA node, in "
+                "the order listed, as in numactl -H's distance matrix)",
+            )
     return tuple(out)
 
 

@@ -176,7 +176,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     ),
     "devices_shorthand": ("count", "model", "peak_tflops", "numa_node", "nic", "pcie_switch"),
     "device": ("index", "model", "peak_tflops", "numa_node", "nic", "pcie_switch"),
-    "numa_node": ("id", "cpus", "memory"),
+    "numa_node": ("id", "cpus", "memory", "distances"),
     "nic": ("name", "speed", "numa_node", "cards", "pcie_switch"),
     "pcie_switch": ("name", "numa_node", "devices", "nics"),
     "link": ("pattern", "a", "b", "devices", "groups", "kind", "count", "bw", "latency"),

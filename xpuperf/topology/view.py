@@ -7,7 +7,8 @@ JSON contract (``xpuperf topo show FILE --json -``, issue 4 item 5), stable for 
      "placement": "node-major" | ["node:device", ...],
      "network": {"fabric", "switch_levels", "oversubscription", "nodes_per_leaf", "latency_us"},
      "nodes": [{"name", "pcie_bw_GBps", "sys_bw_GBps",
-                "numa_nodes": [{"id", "cpus": "0-11,24-35", "memory_MB"|null}],
+                "numa_nodes": [{"id", "cpus": "0-11,24-35", "memory_MB"|null,
+                                "distances": [int]|null}],
                 "devices": [{"index", "model", "peak_tflops", "numa_node"|null, "nic"|null,
                              "pcie_switch"|null}],
                 "nics": [{"name", "speed_Gbps"|null, "numa_node"|null, "cards": [int]}],
@@ -52,7 +53,12 @@ def _node(node: Node) -> dict[str, Any]:
         "pcie_bw_GBps": node.pcie_bw_GBps,
         "sys_bw_GBps": node.sys_bw_GBps,
         "numa_nodes": [
-            {"id": n.id, "cpus": format_cpus(n.cpus), "memory_MB": n.memory_MB}
+            {
+                "id": n.id,
+                "cpus": format_cpus(n.cpus),
+                "memory_MB": n.memory_MB,
+                "distances": list(n.distances) or None,
+            }
             for n in node.numa_nodes
         ],
         "devices": [asdict(d) for d in node.devices],

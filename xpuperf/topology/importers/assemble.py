@@ -115,6 +115,9 @@ def _node(h: HostFacts, name: str, notes: list[str]) -> dict[str, Any]:
         item: dict[str, Any] = {"id": k, "cpus": format_cpus(cpus or ())}
         if numa[k].memory_MB is not None:
             item["memory_MB"] = numa[k].memory_MB
+        row = [h.distances.get((k, j)) for j in sorted(numa)]
+        if all(d is not None for d in row):
+            item["distances"] = row
         numa_out.append(item)
     if unknown:
         notes.append(

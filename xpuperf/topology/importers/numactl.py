@@ -12,8 +12,8 @@ Input shape::
 
 Extracted: NUMA node ids (possibly non-contiguous), each node's CPU list (``()`` when CPU-less)
 and size in MB (numactl's MB are MiB: 1 MiB = 1.048576 MB), and the distance matrix (relative,
-10 = local; asymmetric matrices are kept as printed). The command line itself may precede the
-output. ``free`` is a moment's snapshot and is ignored.
+10 = local; asymmetric matrices are kept as printed; imported as ``numa_nodes[].distances``). The
+command line itself may precede the output. ``free`` is a moment's snapshot and is ignored.
 
 Errors: :class:`~xpuperf.errors.InputError` with file and line for a node line that cannot be
 read, a distance row of the wrong length (tolerated, with a note, on a cut last line), or
