@@ -19,18 +19,22 @@ Methods, on the rank × step matrix of work over the steps present on every rank
 - random: per step the slowest healthy rank; sync cost = mean_s(max − median) of work; reported
   when sync cost / mean step time > ``threshold`` and no rank is slowest in > 3× its fair share
   of steps with binomial significance.
+
+The finding texts (XP101–XP104) are built in :mod:`xpuperf.analysis.straggler_findings`.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from xpuperf import steps as st
+from xpuperf.analysis import straggler_findings as _sf
 from xpuperf.analysis.results import Straggler, StragglerResult
+from xpuperf.analysis.straggler_findings import det_finding, none_finding, random_finding
 from xpuperf.findings import Finding, Severity
 
 MIN_STEPS = 5
@@ -38,17 +42,8 @@ MIN_RANKS = 2
 NODE_SHARE = 0.75  # share of a node's ranks that must straggle to blame the node
 DOMINANCE = 3.0  # a rank slowest in > 3x its fair share of steps is not "random"
 N_RESAMPLES = 1000
-PHASE_NAMES = {"compute_s": "compute", "data_s": "data wait", "other_s": "host/other time"}
-REMEDY = {
-    "compute_s": "check its clocks, thermals and power capping (nvidia-smi -q -d PERFORMANCE "
-    "lists throttle reasons) and replace a bad card",
-    "data_s": "give its data loader more workers, check the storage it reads from and the "
-    "NUMA binding of its loader workers",
-    "other_s": "look for host CPU contention (other processes, CPU affinity of the training "
-    "process and its threads) and GC pauses",
-    None: "log per-rank phase times (compute, data, comm) to locate the slow part",
-}
-NODE_REMEDY = "check the node's power, cooling and power profile and what else runs on it; "
+# Message texts live in straggler_findings; kept importable from here.
+PHASE_NAMES, REMEDY, NODE_REMEDY = _sf.PHASE_NAMES, _sf.REMEDY, _sf.NODE_REMEDY
 PER_RANK_COLUMNS = [
     *("rank", "node", "median_work_s", "score", "score_vs_best", "slowdown"),
     *("slowest_share", "median_comm_s"),
@@ -234,7 +229,7 @@ def find_stragglers(
     extra |= {"cost_fraction_all_deterministic": float(saved_all.sum()) / ctx["total_t"]}
     extra |= {"n_deterministic": len(groups)}
     for s in stragglers:
-        findings.append(_det_finding(s, run, ctx, extra))
+        findings.append(det_finding(s, run, ctx, extra))
 
     # Random stragglers among the healthy ranks.
     nh = hw.shape[0]
@@ -252,9 +247,9 @@ def find_stragglers(
         slow, cost = float(np.mean(gap / ref_step)), float(gap.sum()) / ctx["total_t"]
         rnd = Straggler("random", None, None, [], slow, cost, m)
         stragglers.append(rnd)
-        findings.append(_random_finding(rnd, run.ranks[healthy], share, sync_cost, threshold))
+        findings.append(random_finding(rnd, run.ranks[healthy], share, sync_cost, threshold))
     if not stragglers:
-        findings.append(_none_finding(run, ctx, sync_frac, source))
+        findings.append(none_finding(run, ctx, sync_frac, source))
     result = StragglerResult(source, threshold, stragglers, per_rank, sync_cost, sync_frac, m)
     return result, findings
 
@@ -319,102 +314,3 @@ def _entry(run: _Run, group: tuple[str | None, np.ndarray, np.ndarray], ctx: dic
         p_value=float(np.max(ctx["pvals"][flg])),
         slow_phase=slow_phase if slow_phase and excess[slow_phase] > 0 else None,
     )
-
-
-def _fmt_p(p: float) -> str:
-    if p < 1e-300:
-        return "p<1e-300"
-    return f"p={p:.0e}" if p < 1e-3 else f"p={p:.3f}"
-
-
-def _ranks(k: int) -> str:
-    return f"{k} rank" if k == 1 else f"{k} ranks"
-
-
-def _rank_list(ranks: list[int]) -> str:
-    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
-        return f"{ranks[0]}–{ranks[-1]}"
-    return ", ".join(str(r) for r in ranks)
-
-
-def _det_finding(s: Straggler, run: _Run, ctx: dict, extra: dict) -> Finding:
-    """XP101 (rank) / XP102 (node): value, CI, p, sample size, threshold, victims, cost, remedy."""
-    rows = np.flatnonzero(np.isin(run.ranks, s.ranks))
-    med_w = float(np.median(np.median(run.work[rows], axis=1)))
-    ci = ""
-    if s.slowdown_ci:
-        ci = f"{ctx['confidence']:.0%} CI {s.slowdown_ci[0]:.1%}–{s.slowdown_ci[1]:.1%}, "
-    evidence = (
-        f"({med_w:.3f} s vs {extra['reference_work_s']:.3f} s; {ci}{_fmt_p(s.p_value or 1.0)}, "
-        f"{s.n_steps} steps; threshold {extra['threshold']:.0%})"
-    )
-    if s.rank is not None:
-        who = f"rank {s.rank}" + (f" ({s.node})" if s.node else "")
-        head = f"{who} works {s.slowdown:.1%} longer than the median rank {evidence}"
-    else:
-        who = f"node {s.node}"
-        head = (
-            f"{who} (ranks {_rank_list(s.ranks)}) is slow: its ranks work {s.slowdown:.1%} "
-            f"longer than the median rank {evidence}"
-        )
-    wait = ""
-    healthy, med_comm = ctx["healthy"], ctx["med_comm"]
-    if run.comm is not None and healthy.any():
-        wait = (
-            f"; the other {_ranks(int(healthy.sum()))} wait for it: their median comm "
-            f"{float(np.median(med_comm[healthy])):.3f} s vs "
-            f"{float(np.median(med_comm[rows])):.3f} s on {who}"
-        )
-    cost = f"Cost: {s.cost_fraction:.1%} of throughput"
-    if extra["n_deterministic"] > 1:
-        cost += (
-            f" (fixing all {extra['n_deterministic']} deterministic stragglers: "
-            f"{extra['cost_fraction_all_deterministic']:.1%})"
-        )
-    phase = f" The excess is mostly {PHASE_NAMES[s.slow_phase]}." if s.slow_phase else ""
-    remedy = (NODE_REMEDY if s.rank is None else "") + REMEDY[s.slow_phase]
-    msg = f"{head}{wait}. {cost}.{phase} Remedy: {remedy}."
-    data = {**asdict(s), "median_work_s": med_w, **extra}
-    return Finding("XP101" if s.rank is not None else "XP102", Severity.WARNING, msg, data)
-
-
-def _random_finding(
-    s: Straggler, ranks: np.ndarray, share: np.ndarray, sync_cost: float, threshold: float
-) -> Finding:
-    """XP103: who is slowest how often, sync cost vs threshold, sample size, remedy."""
-    top = np.argsort(-share, kind="stable")[:3]
-    top_txt = ", ".join(f"rank {int(ranks[i])} {share[i]:.1%}" for i in top)
-    msg = (
-        f"random stragglers: the slowest rank changes from step to step (most often slowest: "
-        f"{top_txt} of steps; fair share {1 / len(ranks):.1%}); waiting for the slowest costs "
-        f"{sync_cost:.3f} s per step = {s.cost_fraction:.1%} of step time (threshold "
-        f"{threshold:.0%}), {len(ranks)} ranks × {s.n_steps} steps. It grows with scale, since "
-        f"every step waits for the maximum of N ranks. Remedy: reduce OS noise and shared-resource "
-        f"contention: isolate CPUs for the training processes, pin their threads, tune or "
-        f"schedule GC, keep other jobs off the nodes."
-    )
-    data = {"top_ranks": [int(ranks[i]) for i in top], "sync_cost_s": sync_cost}
-    data |= {"top_slowest_share": [float(share[i]) for i in top], "threshold": threshold}
-    data |= {"sync_cost_fraction": s.cost_fraction, "ranks": len(ranks), "n_steps": s.n_steps}
-    return Finding("XP103", Severity.WARNING, msg, data)
-
-
-def _none_finding(run: _Run, ctx: dict, sync_frac: float, source: str) -> Finding:
-    """XP104: the largest slowdown and the sync cost, each against its threshold."""
-    n, m = run.work.shape
-    slowdown, pvals, threshold = ctx["slowdown"], ctx["pvals"], ctx["threshold"]
-    i = int(np.argmax(slowdown))
-    weak = " (weak signal: step time only, see XP105)" if source == "step_time" else ""
-    nsig = f", not significant ({_fmt_p(float(pvals[i]))})" if slowdown[i] > threshold else ""
-    top, top_share = ctx["top_slowest"]
-    if sync_frac > threshold:  # waiting is above threshold but mostly for one mild straggler
-        nsig += f"; rank {top} is the slowest in {top_share:.0%} of steps"
-    msg = (
-        f"no straggler{weak}: the slowest rank (rank {int(run.ranks[i])}) works "
-        f"{slowdown[i]:.1%} longer than the median rank (threshold {threshold:.0%}){nsig}; "
-        f"waiting for the slowest rank costs {sync_frac:.1%} of step time (threshold "
-        f"{threshold:.0%}); {n} ranks × {m} steps."
-    )
-    data = {"max_slowdown": float(slowdown[i]), "slowest_rank": int(run.ranks[i])}
-    data |= {"sync_cost_fraction": sync_frac, "threshold": threshold, "ranks": n, "n_steps": m}
-    return Finding("XP104", Severity.INFO, msg, data)

@@ -1,0 +1,129 @@
+"""Finding messages of :mod:`xpuperf.analysis.stragglers` (XP101-XP104): value, threshold, remedy.
+
+Split out of ``stragglers.py`` to keep modules small; the detection and its numbers live there.
+Each builder only formats what :func:`xpuperf.analysis.stragglers.find_stragglers` computed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from xpuperf.analysis.results import Straggler
+from xpuperf.findings import Finding, Severity
+
+if TYPE_CHECKING:
+    from xpuperf.analysis.stragglers import _Run
+
+PHASE_NAMES = {"compute_s": "compute", "data_s": "data wait", "other_s": "host/other time"}
+REMEDY = {
+    "compute_s": "check its clocks, thermals and power capping (nvidia-smi -q -d PERFORMANCE "
+    "lists throttle reasons) and replace a bad card",
+    "data_s": "give its data loader more workers, check the storage it reads from and the "
+    "NUMA binding of its loader workers",
+    "other_s": "look for host CPU contention (other processes, CPU affinity of the training "
+    "process and its threads) and GC pauses",
+    None: "log per-rank phase times (compute, data, comm) to locate the slow part",
+}
+NODE_REMEDY = "check the node's power, cooling and power profile and what else runs on it; "
+
+
+def _fmt_p(p: float) -> str:
+    if p < 1e-300:
+        return "p<1e-300"
+    return f"p={p:.0e}" if p < 1e-3 else f"p={p:.3f}"
+
+
+def _ranks(k: int) -> str:
+    return f"{k} rank" if k == 1 else f"{k} ranks"
+
+
+def _rank_list(ranks: list[int]) -> str:
+    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"{ranks[0]}–{ranks[-1]}"
+    return ", ".join(str(r) for r in ranks)
+
+
+def det_finding(s: Straggler, run: _Run, ctx: dict, extra: dict) -> Finding:
+    """XP101 (rank) / XP102 (node): value, CI, p, sample size, threshold, victims, cost, remedy."""
+    rows = np.flatnonzero(np.isin(run.ranks, s.ranks))
+    med_w = float(np.median(np.median(run.work[rows], axis=1)))
+    ci = ""
+    if s.slowdown_ci:
+        ci = f"{ctx['confidence']:.0%} CI {s.slowdown_ci[0]:.1%}–{s.slowdown_ci[1]:.1%}, "
+    evidence = (
+        f"({med_w:.3f} s vs {extra['reference_work_s']:.3f} s; {ci}{_fmt_p(s.p_value or 1.0)}, "
+        f"{s.n_steps} steps; threshold {extra['threshold']:.0%})"
+    )
+    if s.rank is not None:
+        who = f"rank {s.rank}" + (f" ({s.node})" if s.node else "")
+        head = f"{who} works {s.slowdown:.1%} longer than the median rank {evidence}"
+    else:
+        who = f"node {s.node}"
+        head = (
+            f"{who} (ranks {_rank_list(s.ranks)}) is slow: its ranks work {s.slowdown:.1%} "
+            f"longer than the median rank {evidence}"
+        )
+    wait = ""
+    healthy, med_comm = ctx["healthy"], ctx["med_comm"]
+    if run.comm is not None and healthy.any():
+        wait = (
+            f"; the other {_ranks(int(healthy.sum()))} wait for it: their median comm "
+            f"{float(np.median(med_comm[healthy])):.3f} s vs "
+            f"{float(np.median(med_comm[rows])):.3f} s on {who}"
+        )
+    cost = f"Cost: {s.cost_fraction:.1%} of throughput"
+    if extra["n_deterministic"] > 1:
+        cost += (
+            f" (fixing all {extra['n_deterministic']} deterministic stragglers: "
+            f"{extra['cost_fraction_all_deterministic']:.1%})"
+        )
+    phase = f" The excess is mostly {PHASE_NAMES[s.slow_phase]}." if s.slow_phase else ""
+    remedy = (NODE_REMEDY if s.rank is None else "") + REMEDY[s.slow_phase]
+    msg = f"{head}{wait}. {cost}.{phase} Remedy: {remedy}."
+    data = {**asdict(s), "median_work_s": med_w, **extra}
+    return Finding("XP101" if s.rank is not None else "XP102", Severity.WARNING, msg, data)
+
+
+def random_finding(
+    s: Straggler, ranks: np.ndarray, share: np.ndarray, sync_cost: float, threshold: float
+) -> Finding:
+    """XP103: who is slowest how often, sync cost vs threshold, sample size, remedy."""
+    top = np.argsort(-share, kind="stable")[:3]
+    top_txt = ", ".join(f"rank {int(ranks[i])} {share[i]:.1%}" for i in top)
+    msg = (
+        f"random stragglers: the slowest rank changes from step to step (most often slowest: "
+        f"{top_txt} of steps; fair share {1 / len(ranks):.1%}); waiting for the slowest costs "
+        f"{sync_cost:.3f} s per step = {s.cost_fraction:.1%} of step time (threshold "
+        f"{threshold:.0%}), {len(ranks)} ranks × {s.n_steps} steps. It grows with scale, since "
+        f"every step waits for the maximum of N ranks. Remedy: reduce OS noise and shared-resource "
+        f"contention: isolate CPUs for the training processes, pin their threads, tune or "
+        f"schedule GC, keep other jobs off the nodes."
+    )
+    data = {"top_ranks": [int(ranks[i]) for i in top], "sync_cost_s": sync_cost}
+    data |= {"top_slowest_share": [float(share[i]) for i in top], "threshold": threshold}
+    data |= {"sync_cost_fraction": s.cost_fraction, "ranks": len(ranks), "n_steps": s.n_steps}
+    return Finding("XP103", Severity.WARNING, msg, data)
+
+
+def none_finding(run: _Run, ctx: dict, sync_frac: float, source: str) -> Finding:
+    """XP104: the largest slowdown and the sync cost, each against its threshold."""
+    n, m = run.work.shape
+    slowdown, pvals, threshold = ctx["slowdown"], ctx["pvals"], ctx["threshold"]
+    i = int(np.argmax(slowdown))
+    weak = " (weak signal: step time only, see XP105)" if source == "step_time" else ""
+    nsig = f", not significant ({_fmt_p(float(pvals[i]))})" if slowdown[i] > threshold else ""
+    top, top_share = ctx["top_slowest"]
+    if sync_frac > threshold:  # waiting is above threshold but mostly for one mild straggler
+        nsig += f"; rank {top} is the slowest in {top_share:.0%} of steps"
+    msg = (
+        f"no straggler{weak}: the slowest rank (rank {int(run.ranks[i])}) works "
+        f"{slowdown[i]:.1%} longer than the median rank (threshold {threshold:.0%}){nsig}; "
+        f"waiting for the slowest rank costs {sync_frac:.1%} of step time (threshold "
+        f"{threshold:.0%}); {n} ranks × {m} steps."
+    )
+    data = {"max_slowdown": float(slowdown[i]), "slowest_rank": int(run.ranks[i])}
+    data |= {"sync_cost_fraction": sync_frac, "threshold": threshold, "ranks": n, "n_steps": m}
+    return Finding("XP104", Severity.INFO, msg, data)
