@@ -106,6 +106,11 @@ def nic_speed_Gbps(text: str | None, flag: str) -> float | None:
     return speed
 
 
+def _check_json_opt(json_out: str | None) -> None:
+    if json_out is not None and not json_out.strip():
+        raise UsageError("--json needs a file name, or - for stdout")
+
+
 def _emit_json(data: object, json_out: str, inputs: list[str]) -> None:
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     if json_out == "-":
@@ -127,6 +132,7 @@ def show(
 ) -> None:
     """Print a picture of the cluster: per node, cards grouped by link kind, NUMA and NIC
     affinity; or its JSON description (--json)."""
+    _check_json_opt(json_out)
     cluster = resolve(file, preset, nodes, cards_per_node, nic, nics_per_node)
     if json_out:
         _emit_json(to_json_dict(cluster), json_out, [file] if file else [])
@@ -173,6 +179,7 @@ def check(
         raise UsageError("--fail-on must be info, warning or error")
     if binding_format is not None and binding is None:
         raise UsageError("--binding-format needs --binding FILE")
+    _check_json_opt(json_out)
     cluster = resolve(file, preset, nodes, cards_per_node, nic, nics_per_node)
     findings = audit.check(cluster)
     doc: dict = {}

@@ -6,6 +6,7 @@ get their cards; CPU lists convert between ``"0-11,24-35"`` and tuples of ints.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from itertools import combinations
@@ -127,6 +128,10 @@ def parse_cpus(text: str) -> tuple[int, ...]:
         if not part:
             continue
         lo, sep, hi = part.partition("-")
+        if not re.fullmatch(r"[0-9]{1,9}", lo) or (sep and not re.fullmatch(r"[0-9]{1,9}", hi)):
+            raise ValueError(
+                f"bad CPU range {part[:40]!r}; write CPU ids and ranges like 0-11,24-35"
+            )
         a, b = int(lo), int(hi) if sep else int(lo)
         if b < a or a < 0:
             raise ValueError(f"bad CPU range {part!r}")

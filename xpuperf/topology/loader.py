@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -78,6 +80,8 @@ class Ctx:
             return None
         key, value = got
         canonical = QUANTITIES[base][1]
+        if not math.isfinite(value):
+            self.fail(join(path, key), f"must be a finite number (got {value})")
         if minimum_exclusive and value <= 0:
             self.fail(join(path, key), f"must be > 0 (got {value:g} {unit_of(canonical)})")
         if value < 0:
@@ -94,7 +98,7 @@ class Ctx:
 
     def as_int(self, value: Any, path: str, minimum: int = 0) -> int:
         """``value`` as an int ≥ ``minimum``."""
-        if isinstance(value, str) and value.strip().isdigit():
+        if isinstance(value, str) and re.fullmatch(r"[0-9]{1,18}", value.strip()):
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             self.fail(path, f"expected an integer, got {value!r}")
@@ -109,6 +113,8 @@ class Ctx:
         v = obj[key]
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             self.fail(join(path, key), f"expected a number, got {v!r}")
+        if not math.isfinite(v):
+            self.fail(join(path, key), f"must be a finite number (got {v})")
         if v <= 0:
             self.fail(join(path, key), f"must be > 0 (got {v})")
         return float(v)
@@ -151,15 +157,34 @@ def unit_of(canonical_key: str) -> str:
     return {"GBps": "GB/s", "Gbps": "Gb/s", "us": "µs", "MB": "MB"}[canonical_key.split("_")[-1]]
 
 
+MAX_FILE_BYTES = 64 << 20
+"""Largest topology description or tool output read (real ones are a few kB): the whole file is
+parsed in memory, so a bigger one is refused rather than read."""
+
+
+def read_bounded(p: Path) -> str:
+    """The UTF-8 text of ``p``, refused past :data:`MAX_FILE_BYTES` (OSError/UnicodeDecodeError
+    propagate to the caller)."""
+    with p.open("rb") as fh:
+        data = fh.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(
+            f"file is larger than {MAX_FILE_BYTES >> 20} MiB: not a topology description or "
+            "tool output; pass the output of one tool run",
+            p,
+        )
+    return data.decode("utf-8")
+
+
 def load(path: str | Path) -> Cluster:
     """Read a description file (``.json`` as JSON, anything else as YAML) into a Cluster.
 
-    Raises InputError for an unreadable file, a parse error (with its line) or an invalid
-    description.
+    Raises InputError for an unreadable file, a file over :data:`MAX_FILE_BYTES`, a parse error
+    (with its line) or an invalid description.
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_bounded(p)
     except OSError as e:
         raise InputError(f"cannot read topology file: {e.strerror or e}", p) from None
     except UnicodeDecodeError:
@@ -184,8 +209,11 @@ def loads(text: str, fmt: str = "yaml", source: str | Path | None = None) -> Clu
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        problem = getattr(e, "problem", None) or str(e)
+        problem = " ".join(str(getattr(e, "problem", None) or e).split())  # one line
         raise InputError(f"not valid YAML: {problem}", source, line) from None
+    except ValueError as e:  # e.g. an integer of more than 4300 digits (int() refuses it)
+        why = "a number has too many digits" if "digits" in str(e) else str(e)[:100]
+        raise InputError(f"a value cannot be read: {why}", source) from None
     if fmt == "json":
         _check_expanded_size(data, source)
     return from_dict(data, source=source, lines=lines)
@@ -285,6 +313,8 @@ def _network(ctx: Ctx, obj: Any) -> Network:
     if isinstance(over, bool) or not isinstance(over, (int, float)):
         ctx.fail("network.oversubscription", f"expected a number or 'N:1', got {over!r}")
     oversub = float(over)
+    if not math.isfinite(oversub):
+        ctx.fail("network.oversubscription", f"must be a finite number (got {over!r})")
     if oversub < 1:
         ctx.fail("network.oversubscription", f"must be >= 1 (down:up ratio), got {oversub:g}")
     npl = ctx.integer(obj, "nodes_per_leaf", "network", 1)

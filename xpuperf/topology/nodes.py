@@ -34,6 +34,8 @@ from xpuperf.topology.schema import PATTERNS
 MAX_NODES = 100_000
 MAX_CARDS_PER_NODE = 4096
 MAX_CARDS = 1_000_000
+MAX_LINK_COUNT = 1000  # links of one pair (NVLink: 18 per GPU on H100/B200); bounds typos
+MAX_NUMA_NODES = 1024  # Linux MAX_NUMNODES (CONFIG_NODES_SHIFT = 10)
 
 
 def read_nodes(ctx: Ctx, entries: list[Any]) -> tuple[list[Node], list[str]]:
@@ -122,7 +124,10 @@ def _numa_nodes(ctx: Ctx, raw: Any, path: str) -> tuple[NumaNode, ...]:
     if raw is None:
         return ()
     if isinstance(raw, int) and not isinstance(raw, bool):
-        return tuple(NumaNode(i) for i in range(ctx.as_int(raw, path, 1)))
+        count = ctx.as_int(raw, path, 1)
+        if count > MAX_NUMA_NODES:
+            ctx.fail(path, f"must be <= {MAX_NUMA_NODES} NUMA nodes (got {count})")
+        return tuple(NumaNode(i) for i in range(count))
     out: list[NumaNode] = []
     for i, item in enumerate(ctx.seq(raw, path)):
         p = f"{path}[{i}]"
@@ -339,6 +344,8 @@ def _link_entry(ctx: Ctx, node: Node, item: Any, p: str) -> list[Link]:
         ctx.fail(join(p, "kind"), f"missing; one of {', '.join(LINK_KINDS)}")
     ctx.choice(kind, LINK_KINDS, join(p, "kind"))
     count = ctx.integer(item, "count", p, 1)
+    if count is not None and count > MAX_LINK_COUNT:
+        ctx.fail(join(p, "count"), f"must be <= {MAX_LINK_COUNT} links (got {count})")
     bw = ctx.qty(item, "bw", p)
     lat = ctx.qty(item, "latency", p, minimum_exclusive=False)
 

@@ -60,7 +60,12 @@ def read_binding(path: str | Path, fmt: str | None = None) -> BindingFile:
             "--report-bindings output (or name it with --binding-format)",
             path,
         )
-    return FORMATS[name](text, str(path))
+    try:
+        return FORMATS[name](text, str(path))
+    except (ValueError, RecursionError) as e:  # a value no parser check anticipated: exit 2
+        raise InputError(
+            f"cannot read this {name} binding file: {str(e)[:100] or type(e).__name__}", path
+        ) from None
 
 
 __all__ = ["FORMATS", "BindingFile", "RankBinding", "detect", "read_binding"]

@@ -147,6 +147,7 @@ def resolve(cluster: Cluster, bf: BindingFile) -> list[Resolved]:
         InputError: the binding names ranks, hosts, CPUs or NUMA nodes the topology lacks.
     """
     by_node = _ranks_by_node(cluster)
+    _check_nproc(bf, by_node)
     hosts: dict[int, _Host] = {}
     owner: dict[int, RankBinding] = {}
     for e in bf.entries:
@@ -177,6 +178,24 @@ def resolve(cluster: Cluster, bf: BindingFile) -> list[Resolved]:
         unbound = e.unbound or host.all <= set(cpus)
         out.append(Resolved(r, node.name, pos, dev, card, cpus, numa, mem, unbound, e.line))
     return out
+
+
+def _check_nproc(bf: BindingFile, by_node: dict[int, list[int]]) -> None:
+    """A launcher's ``nproc_per_node`` against the ranks the topology places on each node."""
+    n = bf.nproc_per_node
+    most = max((len(v) for v in by_node.values()), default=0)
+    if n is None or n == most:
+        return
+    if n > most:
+        raise InputError(
+            f"nproc_per_node {n} but the topology places at most {most} ranks on a node (one "
+            "per card); is the launcher config from another machine?",
+            bf.source,
+        )
+    bf.notes.append(
+        f"{bf.source}: nproc_per_node {n} but the topology places {most} ranks on a node; "
+        "give the topology the job's ranks/placement so local ranks match"
+    )
 
 
 def _exist(ids: tuple[int, ...], host: _Host, bf: BindingFile, e: RankBinding, what: str) -> None:

@@ -74,7 +74,7 @@ def read_text(path: str | Path) -> str:
                 "binding lines (grep cpu-bind / bound to / affinity)",
                 p,
             )
-        return p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8-sig")  # a BOM (Excel CSV export) is dropped
     except OSError as e:
         raise InputError(f"cannot read binding file: {e.strerror or e}", p) from None
     except UnicodeDecodeError:

@@ -93,21 +93,25 @@ def sniff_structured(text: str) -> str | None:
 def _load(text: str, source: str) -> tuple[Any, dict[int, int]]:
     """Parsed YAML/JSON and, for YAML, list-item index → line of the top list."""
     stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
-        try:
-            return json.loads(text), {}
-        except json.JSONDecodeError as e:
-            raise InputError(f"not valid JSON: {e.msg}", source, e.lineno) from None
     try:
+        if stripped.startswith(("{", "[")):
+            data = json.loads(text)
+            _check_expanded_size(data, source)
+            return data, {}
         data = yaml.safe_load(text)
         _check_expanded_size(data, source)  # YAML aliases ("billion laughs")
         root = yaml.compose(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"not valid JSON: {e.msg}", source, e.lineno) from None
     except RecursionError:
         raise InputError("nested too deeply to be a binding file", source) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         raise InputError(f"not valid YAML: {getattr(e, 'problem', e)}", source, line) from None
+    except ValueError as e:  # e.g. an integer of more than 4300 digits (int() refuses it)
+        why = "a number has too many digits" if "digits" in str(e) else str(e)[:100]
+        raise InputError(f"a value cannot be read: {why}", source) from None
     where: dict[int, int] = {}
     seq = root
     if isinstance(root, yaml.MappingNode):
@@ -137,12 +141,18 @@ def _entry(item: Any, source: str, line: int | None, path: str) -> RankBinding:
     return _record(got, source, line, path)
 
 
+def _at(path: str, what: str) -> str:
+    """``ranks[0]`` + ``rank`` → ``ranks[0].rank``; a CSV row has no path."""
+    return f"{path}.{what}" if path else what
+
+
 def _as_int(v: Any, source: str, line: int | None, what: str) -> int | None:
     if v is None or v == "":
         return None
-    if isinstance(v, bool) or not str(v).strip().isdigit():
-        raise InputError(f"{what} must be a whole number >= 0, got {v!r}", source, line)
-    return int(str(v).strip())
+    text = str(v).strip() if isinstance(v, (int, str)) and not isinstance(v, bool) else ""
+    if not re.fullmatch(r"[0-9]{1,30}", text):  # ASCII digits only: int() refuses "²"
+        raise InputError(f"{what} must be a whole number >= 0, got {v!r:.60}", source, line)
+    return int(text)
 
 
 def _ids(v: Any, source: str, line: int | None, what: str) -> tuple[int, ...] | None:
@@ -154,14 +164,15 @@ def _ids(v: Any, source: str, line: int | None, what: str) -> tuple[int, ...] | 
 
 
 def _record(got: dict[str, Any], source: str, line: int | None, path: str) -> RankBinding:
-    rank = _as_int(got.get("rank"), source, line, f"{path}rank")
-    local = _as_int(got.get("local_rank"), source, line, f"{path}local_rank")
+    rank = _as_int(got.get("rank"), source, line, _at(path, "rank"))
+    local = _as_int(got.get("local_rank"), source, line, _at(path, "local_rank"))
+    where = f"{path}: " if path else ""
     if rank is None and local is None:
-        raise InputError(f"{path}: give rank (or local_rank)", source, line)
+        raise InputError(f"{where}give rank (or local_rank)", source, line)
     cpus = _ids(got.get("cpus"), source, line, "cpus")
     nodes = _ids(got.get("cpu_nodes"), source, line, "cpunodebind")
     if (cpus is None) == (nodes is None):
-        raise InputError(f"{path}: give exactly one of cpus or cpunodebind", source, line)
+        raise InputError(f"{where}give exactly one of cpus or cpunodebind", source, line)
     mem = _ids(got.get("mem_nodes"), source, line, "membind")
     host = got.get("host")
     return RankBinding(rank, cpus, nodes, mem, False, local, str(host) if host else None, line)
@@ -233,6 +244,8 @@ def parse_launcher(text: str, source: str) -> BindingFile:
         mode = mode if mode is not None else cmd_mode
         nproc = nproc if nproc is not None else cmd_nproc
     nproc = _as_int(nproc, source, None, "nproc_per_node")
+    if nproc == 0:
+        raise InputError("nproc_per_node must be >= 1 (processes per node)", source)
     wrappers = data.get("local_ranks")
     if mode is not None and wrappers:
         raise InputError("give numa_binding or local_ranks, not both", source)
@@ -269,8 +282,18 @@ def parse_launcher(text: str, source: str) -> BindingFile:
     return out
 
 
+def _split(cmd: str, source: str, line: int | None, what: str) -> list[str]:
+    """``shlex.split`` with an InputError (not a ValueError) for an unbalanced quote."""
+    try:
+        return shlex.split(cmd)
+    except ValueError as e:
+        raise InputError(
+            f"{what}: cannot split {cmd[:60]!r} into words: {e}", source, line
+        ) from None
+
+
 def _torchrun_flags(cmd: str, source: str) -> tuple[str | None, Any]:
-    toks = shlex.split(cmd)
+    toks = _split(cmd, source, None, "command")
     mode = nproc = None
     for i, t in enumerate(toks):
         for rx, name in ((_NUMA_FLAG, "mode"), (_NPROC_FLAG, "nproc")):
@@ -289,7 +312,7 @@ def _torchrun_flags(cmd: str, source: str) -> tuple[str | None, Any]:
 
 def _wrapper(cmd: str, local: int, source: str, line: int | None) -> RankBinding:
     """``numactl …`` / ``taskset -c …`` prefixes of one local rank's command."""
-    toks = shlex.split(cmd)
+    toks = _split(cmd, source, line, f"local_ranks[{local}]")
     cpus = nodes = mem = None
     i, tool = 0, None
     while i < len(toks):

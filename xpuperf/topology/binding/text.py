@@ -140,7 +140,7 @@ def parse_numactl(text: str, source: str) -> BindingFile:
             mem = node_list(b["membind"][0], source, b["membind"][1], "membind")
         elif policy == "preferred":
             v, ln = b.get("preferred node") or b.get("preferred") or ("", b["line"])
-            if v.strip().isdigit():
+            if re.fullmatch(r"[0-9]+", v.strip()):
                 mem = (int(v),)
         rank = b["rank"] if b["rank"] is not None else i
         out.entries.append(RankBinding(rank, cpus, nodes, mem, line=b["line"]))

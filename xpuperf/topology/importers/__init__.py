@@ -65,9 +65,11 @@ def detect(text: str) -> list[str]:
 
 def read_text(path: str | Path) -> str:
     """A file's text; InputError when it cannot be read or is not UTF-8 text."""
+    from xpuperf.topology.loader import read_bounded
+
     p = Path(path)
     try:
-        return p.read_text(encoding="utf-8")
+        return read_bounded(p)
     except OSError as e:
         raise InputError(f"cannot read topology file: {e.strerror or e}", p) from None
     except UnicodeDecodeError:
@@ -88,7 +90,13 @@ def parse_text(text: str, source: str = "<text>") -> Imported:
             "rocm-smi --showtopo, HCCL rank table JSON",
             source,
         )
-    return merge([IMPORTERS[n].parse(text, source=source) for n in names])
+    try:
+        return merge([IMPORTERS[n].parse(text, source=source) for n in names])
+    except (ValueError, RecursionError) as e:  # a value no parser check anticipated: exit 2
+        raise InputError(
+            f"cannot read this {'/'.join(names)} output: {str(e)[:100] or type(e).__name__}",
+            source,
+        ) from None
 
 
 def import_files(paths: Iterable[str | Path]) -> ImportResult:

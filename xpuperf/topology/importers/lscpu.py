@@ -26,7 +26,7 @@ from xpuperf.topology.build import parse_cpus
 from xpuperf.topology.importers.base import Imported, NumaFacts, single_host
 
 NAME = "lscpu"
-_KV = re.compile(r"^\s*([A-Za-z][\w ()/-]*?):\s*(.*?)\s*$")
+_KV = re.compile(r"^\s*([A-Za-z][\w ()/-]*?):(.*)$")  # no `(.*?)\s*$`: quadratic on long blanks
 _NODE = re.compile(r"^NUMA node(\d+) CPU\(s\)$")
 _INFO = {
     "CPU(s)": "cpus",
@@ -56,16 +56,18 @@ def parse(text: str, source: str = "<text>") -> Imported:
         m = _KV.match(line)
         if m is None:
             continue
-        key, value = m.group(1).strip(), m.group(2)
+        key, value = m.group(1).strip(), m.group(2).strip()
         if n := _NODE.match(key):
             try:
                 cpus = parse_cpus(value)
             except ValueError:
                 raise InputError(f"{key}: cannot read CPU list {value!r}", source, k) from None
             host.numa_nodes[int(n.group(1))] = NumaFacts(int(n.group(1)), cpus)
-        elif key == "NUMA node(s)" and value.isdigit():
+        elif key == "NUMA node(s)" and re.fullmatch(r"[0-9]{1,18}", value):
             declared = int(value)
-        elif key in _INFO and value.isdigit() and _INFO[key] not in host.cpu_info:
+        elif (
+            key in _INFO and re.fullmatch(r"[0-9]{1,18}", value) and _INFO[key] not in host.cpu_info
+        ):
             host.cpu_info[_INFO[key]] = int(value)
         elif key == "Model name" and value not in ("", "-") and "model_name" not in host.cpu_info:
             host.cpu_info["model_name"] = value

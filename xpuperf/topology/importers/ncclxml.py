@@ -50,6 +50,8 @@ NVSWITCH_CLASS = "0x068000"
 def sniff(text: str) -> bool:
     """True for an NCCL topology XML (a ``<system`` root with ``<cpu`` children)."""
     head = text.lstrip()[:4096]
+    if re.match(r"(<\?xml[^>]*>\s*)?<!\s*DOCTYPE\b", head, re.I):  # refused by parse, by name
+        return bool(re.search(r"<system\b", head))
     return bool(re.match(r"(<\?xml[^>]*>\s*)?<system\b", head)) and "<cpu" in text
 
 

@@ -53,7 +53,7 @@ def parse(text: str, source: str = "<text>") -> Imported:
                               m.group(3), m.group(4)))  # fmt: skip
             npu = None
         elif m := _ROW1.match(line):
-            npu = (m.group(1), m.group(2)) if m.group(1).isdigit() else None
+            npu = (m.group(1), m.group(2)) if re.fullmatch(r"[0-9]{1,18}", m.group(1)) else None
     if not chips:
         raise InputError(
             "npu-smi table without chip rows (| NPU Name | then | Chip … | Bus-Id |)", source

@@ -29,8 +29,8 @@ from xpuperf.topology.importers.base import Imported, NumaFacts, single_host
 
 NAME = "numactl"
 MIB_MB = 1.048576
-_AVAILABLE = re.compile(r"^available:\s*(\d+)\s+nodes?\s*\(([^)]*)\)", re.M)
-_NODE = re.compile(r"^node\s+(\d+)\s+(cpus|size|free):(.*)$")
+_AVAILABLE = re.compile(r"^available:\s*([0-9]+)\s+nodes?\s*\(([^)]*)\)", re.M)
+_NODE = re.compile(r"^node\s+([0-9]{1,9})\s+(cpus|size|free):(.*)$")
 
 
 def sniff(text: str) -> bool:
@@ -48,6 +48,7 @@ def parse(text: str, source: str = "<text>") -> Imported:
     lines = text.splitlines()
     expected: int | None = None
     header: list[int] | None = None
+    rows_seen: set[int] = set()
     for k, raw in enumerate(lines, start=1):
         line = raw.strip()
         if m := _AVAILABLE.match(line):
@@ -74,9 +75,26 @@ def parse(text: str, source: str = "<text>") -> Imported:
         if re.match(r"^node(\s+\d+)+$", line):
             header = [int(x) for x in line.split()[1:]]
             continue
-        if header is not None and (m := re.match(r"^(\d+):((?:\s+\d+)*)$", line)):
-            row = [int(x) for x in m.group(2).split()]
-            if len(row) != len(header):
+        if header is not None and (m := re.match(r"^([0-9]{1,9}):(.*)$", line)):
+            cells = m.group(2).split()
+            bad = next((c for c in cells if not re.fullmatch(r"[0-9]{1,9}", c)), None)
+            if bad is not None and not (k == len(lines) and bad == cells[-1]):
+                raise InputError(
+                    f"distance row {m.group(1)}: cannot read {bad[:20]!r}; numactl prints whole "
+                    "numbers (10 = local)",
+                    source,
+                    k,
+                )
+            if int(m.group(1)) not in header:
+                raise InputError(
+                    f"distance row {m.group(1)} but the header lists nodes "
+                    f"{' '.join(map(str, header))}",
+                    source,
+                    k,
+                )
+            row = [int(x) for x in cells if re.fullmatch(r"[0-9]{1,9}", x)]
+            rows_seen.add(int(m.group(1)))
+            if len(row) != len(header) or bad is not None:
                 if k == len(lines):
                     imp.notes.append(f"{source}:{k}: distance row {m.group(1)} is cut; ignored")
                     continue
@@ -89,6 +107,12 @@ def parse(text: str, source: str = "<text>") -> Imported:
                 host.distances[(int(m.group(1)), to)] = d
     if not host.numa_nodes:
         raise InputError("no `node N cpus:` lines; is this `numactl -H` output?", source)
+    missing = [n for n in header or () if n not in rows_seen]
+    if missing and rows_seen:
+        imp.notes.append(
+            f"{source}: the distance matrix has no row for node(s) "
+            f"{', '.join(map(str, missing))} (output cut?); their distances are left unknown"
+        )
     if expected is not None and expected != len(host.numa_nodes):
         raise InputError(
             f"'available: {expected} nodes' but {len(host.numa_nodes)} nodes are listed", source

@@ -155,7 +155,7 @@ def _card(
                 f"GPU{idx}: CPU Affinity {aff!r} is not a CPU list", path, lineno
             ) from None
     numa = values.get("NUMA Affinity", "")
-    if numa.isdigit():
+    if re.fullmatch(r"[0-9]{1,18}", numa):
         dev.numa_node = int(numa)
     elif numa and numa != "N/A":
         notes.append(

@@ -44,7 +44,7 @@ def _num(v: Any, what: str, path: str) -> int:
         raise InputError(f"{what}: expected an integer, got {v!r}", path)
     if isinstance(v, int):
         return v
-    if isinstance(v, str) and v.strip().isdigit():
+    if isinstance(v, str) and re.fullmatch(r"[0-9]{1,18}", v.strip()):
         return int(v)
     raise InputError(f"{what}: expected an integer (or a string of digits), got {v!r}", path)
 

@@ -30,7 +30,6 @@ from xpuperf.topology.model import Link
 
 NAME = "rocm-smi"
 KINDS = {"XGMI": "xgmi", "PCIE": "pcie"}
-_BANNER = re.compile(r"^=+\s*(.*?)\s*=+$")
 _NUMA = re.compile(r"^GPU\s*\[?\s*(\d+)\s*\]?\s*:\s*\(Topology\)\s*Numa Node:\s*(-?\d+)", re.I)
 
 
@@ -52,8 +51,8 @@ def parse(text: str, source: str = "<text>") -> Imported:
     section, cols = "", []
     for k, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
-        if m := _BANNER.match(line):
-            section, cols = m.group(1).lower(), []
+        if len(line) > 1 and line[0] == line[-1] == "=":  # "==== Title ====" (a regex
+            section, cols = line.strip("=").strip().lower(), []  # backtracks on long "=" runs)
             continue
         if m := _NUMA.match(line):
             nid = int(m.group(2))
