@@ -1,14 +1,17 @@
 """Text-log parsing speed and memory: xpuperf's reader against a plain per-line regex loop.
 
-Run: ``python benchmarks/text_logs.py [--mb 200] [--repeat 2] [--write-docs]``.
+Run: ``python benchmarks/text_logs.py [--mb 200] [--repeat 3] [--file PATH] [--write-docs]``
+(the 1 GB figures: ``--mb 1000 --file /tmp/megatron_1gb.log``).
 
-Generates a seeded Megatron-LM log (torchrun ``[rankN]:`` prefixes, one step line per iteration
-from the last pipeline rank, 0–3 noise lines from other ranks between them) of about ``--mb`` MB in
-a temporary folder (deleted afterwards), then on that same file:
+Generates (or, with ``--file``, generates once and then reuses) a seeded Megatron-LM log (torchrun
+``[rankN]:`` prefixes, one step line per iteration from the last pipeline rank, 0–3 noise lines
+from other ranks between them) of about ``--mb`` MB in a temporary folder (deleted afterwards;
+``--file`` keeps it, e.g. a 1 GB log in /tmp), then on that same file:
 
 - times ``xpuperf.readers.read_logs([path])`` (format sniffed: ``megatron``) and a plain Python
   loop (``for line in f: rx.search(line)``) extracting the same numbers (step, elapsed ms, global
-  batch size) into lists; best of ``--repeat`` runs each, in this process;
+  batch size) into lists; best of ``--repeat`` runs each, interleaved (xpuperf, plain, xpuperf,
+  plain, …) so that load from other processes hits both alike, in this process;
 - measures the peak RSS of each in a fresh subprocess (``getrusage(RUSAGE_CHILDREN).ru_maxrss`` in
   an intermediate process that runs only that one child), plus the peak of a child that only
   imports xpuperf (the floor), and of xpuperf on the first quarter of the file (does the peak grow
@@ -38,6 +41,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # measure the working tree, not an installed copy
 DOCS = ROOT / "docs" / "performance.md"
 BEGIN = "<!-- text_logs.py: begin -->"
 END = "<!-- text_logs.py: end -->"
@@ -131,13 +135,26 @@ def run_plain(path: Path) -> int:
     return len(steps)
 
 
+def run_parser(path: Path) -> int:
+    """The Megatron parser alone, one process: what the reader itself holds per kept row."""
+    from xpuperf.readers.base import Source
+    from xpuperf.readers.formats import megatron
+
+    return len(megatron.read(Source(path, str(path), False, b""), workers=1).frame)
+
+
 def run_imports(path: Path) -> int:
     import xpuperf.readers  # noqa: F401  (the floor: interpreter + pandas + pyarrow)
 
     return 0
 
 
-RUNNERS = {"xpuperf": run_xpuperf, "plain": run_plain, "imports": run_imports}
+RUNNERS = {
+    "xpuperf": run_xpuperf,
+    "plain": run_plain,
+    "imports": run_imports,
+    "parser": run_parser,
+}
 
 
 def sniffed(path: Path) -> str:
@@ -221,13 +238,15 @@ def docs_section(r: dict) -> str:
     growth = x["rss"] - r["quarter_rss"]
     more = max(1, x["rows"] - r["quarter_rows"])
     intro = (
-        f"`python benchmarks/text_logs.py --mb {r['mb']:g} --repeat {r['repeat']} --write-docs` "
+        f"`python benchmarks/text_logs.py --mb {r['mb']:g} --repeat {r['repeat']}"
+        f"{r.get('file', '')} --write-docs` "
         f"({r['date']}): a generated Megatron-LM log of {r['size_mb']:.0f} MB ({r['lines']:,} "
         f"lines, {x['rows']:,} step lines from `[rank31]:`, 0–3 noise lines from other ranks "
         f"between them; seed {r['seed']}), read by `xpuperf.readers.read_logs([path])` (format "
         f"sniffed: `{r['format']}`) and by a plain Python loop (`for line in f: rx.search(line)`, "
         "keeping step, elapsed ms and global batch size in lists). Speed: best of "
-        f"{r['repeat']} run(s), in one process, file in the page cache. Peak RSS: each reader "
+        f"{r['repeat']} interleaved run(s) each (xpuperf, plain, xpuperf, …), in one process, file "
+        "in the page cache, other processes sharing the 2 CPUs. Peak RSS: each reader "
         "alone in a fresh subprocess (`getrusage(RUSAGE_CHILDREN).ru_maxrss`)."
     )
     speed = (
@@ -241,12 +260,32 @@ def docs_section(r: dict) -> str:
         f"rows, about {growth * 1e6 / more:.0f} bytes per row); the floor (imports only) is "
         f"{r['floor']:.0f} MB. "
         + (
-            "Lines are streamed, but the peak grows with the rows kept."
-            if growth > 10
-            else "The peak does not grow with the file."
+            "The peak grows with the rows kept."
+            if growth * 1e6 / more > 400
+            else "The growth is the kept rows' compact cells, not the bytes of the log."
         )
     )
+    pgrowth = r["parser_rss"] - r["parser_quarter_rss"]
+    parser = (
+        f"- The parser alone (`megatron.read`, one process): peak RSS {r['parser_rss']:.0f} MB on "
+        f"the whole file, {r['parser_quarter_rss']:.0f} MB on its first quarter: "
+        f"{pgrowth * 1e6 / more:.0f} bytes per extra kept row (its cells: step, step time, "
+        "samples as float64 plus a line number, 32 bytes), nothing per byte of noise: memory is "
+        "one 4 MiB block plus the kept rows. `read_logs` adds the column mapping and row checks "
+        "(`build.prepare`/`finish`, `steps.coerce`), which copy the columns a few times."
+    )
+    ratio = x["mbps"] / p["mbps"]
+    target = f"- Target (issue 7): text logs ≥ 3× the plain loop. Measured here: {ratio:.2f}×" + (
+        " — met."
+        if ratio >= 3
+        else " — NOT met. The regex work per step line is the same for both readers (Python's"
+        " `re`, one match per step line); xpuperf saves the per-line Python overhead of the "
+        "noise lines and parses a large file in byte ranges on up to 4 cores, which only "
+        "pays when cores are free (one process when the load average says they are busy)."
+    )
     where = (
+        f"Load average (5 min) at the end of the timed runs: {r.get('load', float('nan')):.1f} "
+        "on 2 CPUs (other jobs were running). "
         f"Machine: {m['cpu']}, `nproc` {m['nproc']}, {m['os']}; Python {m['python']}, "
         f"pandas {m['pandas']}, pyarrow {m['pyarrow']}."
     )
@@ -258,7 +297,7 @@ def docs_section(r: dict) -> str:
         BEGIN + "\n## Text log parsing",
         wrap(intro),
         table(r),
-        wrap(speed, "  ") + "\n" + wrap(memory, "  "),
+        "\n".join(wrap(t, "  ") for t in (speed, target, memory, parser)),
         wrap(where) + "\n" + END + "\n",
     ]
     return "\n\n".join(parts)
@@ -278,7 +317,8 @@ def write_docs(section: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mb", type=float, default=200, help="log size in MB (default 200)")
-    ap.add_argument("--repeat", type=int, default=2, help="timed runs per reader, best kept")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs per reader, best kept")
+    ap.add_argument("--file", type=Path, help="log to use; generated there first if missing")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--write-docs", action="store_true", help=f"update {DOCS.relative_to(ROOT)}")
     ap.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
@@ -293,13 +333,14 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="xpuperf-bench-"))
     try:
-        path = tmp / "megatron_train.log"
+        path = args.file or tmp / "megatron_train.log"
         t0 = time.perf_counter()
-        generate(path, args.mb, args.seed)
+        if not path.exists():
+            generate(path, args.mb, args.seed)
         size_mb = path.stat().st_size / 1e6
         with path.open("rb") as f:
             n_lines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
-        print(f"generated {size_mb:.1f} MB, {n_lines:,} lines in {time.perf_counter() - t0:.1f} s")
+        print(f"log of {size_mb:.1f} MB, {n_lines:,} lines ({time.perf_counter() - t0:.1f} s)")
         quarter = tmp / "megatron_quarter.log"
         head_copy(path, quarter, 0.25)
 
@@ -311,12 +352,20 @@ def main() -> None:
             "lines": n_lines,
             "format": sniffed(path),
             "date": dt.date.today().isoformat(),
+            "file": f" --file {args.file}" if args.file else "",
             "machine": machine(),
         }
         for name in ("xpuperf", "plain"):
-            secs, rows = best_time(RUNNERS[name], path, args.repeat)
-            r[name] = {"mbps": size_mb / secs, "secs": secs, "rows": rows}
-            print(f"{name}: best {secs:.2f} s, {rows:,} rows")
+            r[name] = {"secs": float("inf"), "rows": 0}
+        for _ in range(args.repeat):  # interleaved: load from other processes hits both alike
+            for name in ("xpuperf", "plain"):
+                secs, rows = best_time(RUNNERS[name], path, 1)
+                print(f"{name}: {secs:.2f} s, {rows:,} rows", flush=True)
+                if secs < r[name]["secs"]:
+                    r[name].update(secs=secs, rows=rows)
+        for name in ("xpuperf", "plain"):
+            r[name]["mbps"] = size_mb / r[name]["secs"]
+        r["load"] = os.getloadavg()[1]  # 5-minute load average over the timed runs
         if r["xpuperf"]["rows"] != r["plain"]["rows"]:
             print("WARNING: the two readers found different row counts", file=sys.stderr)
         for name in ("xpuperf", "plain"):
@@ -324,6 +373,8 @@ def main() -> None:
         r["floor"] = peak_rss_mb("imports", path)
         r["quarter_mb"] = quarter.stat().st_size / 1e6
         r["quarter_rss"] = peak_rss_mb("xpuperf", quarter)
+        r["parser_rss"] = peak_rss_mb("parser", path)
+        r["parser_quarter_rss"] = peak_rss_mb("parser", quarter)
         r["quarter_rows"] = run_plain(quarter)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

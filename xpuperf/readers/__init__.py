@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from xpuperf import steps
 from xpuperf.errors import InputError
-from xpuperf.readers import build
+from xpuperf.readers import build, progress, world
 from xpuperf.readers.base import (
     BINARY_PROBE,
     GZIP_MAGIC,
@@ -104,7 +104,8 @@ def get_format(name: str) -> Format:
     for f in FORMATS:
         if f.name == key:
             return f
-    for f in FORMATS:
+    generic = {f.name for f in GENERIC_FORMATS}  # an extension names its generic format first
+    for f in sorted(FORMATS, key=lambda f: f.name not in generic):
         if f".{key}" in f.extensions:
             return f
     known = ", ".join(f.name for f in FORMATS)
@@ -223,6 +224,7 @@ def read_logs(
     *,
     fmt: str | None = None,
     batch_size: float | None = None,
+    world_size: int | None = None,
 ) -> ReadResult:
     """Read per-rank step-time logs into the canonical step table.
 
@@ -233,6 +235,9 @@ def read_logs(
             default: by extension, then by content.
         batch_size: samples per step of one rank; fills a missing ``samples`` column and turns a
             throughput (samples/s) into a step time when the log has no samples column.
+        world_size: data-parallel ranks of the job; a single job-level log (one line per step
+            for the whole job, e.g. Megatron-LM) becomes that many ranks with per-card
+            samples (:mod:`xpuperf.readers.world`).
 
     Returns:
         :class:`ReadResult` with the table (columns and units per :mod:`xpuperf.steps`: one row
@@ -253,27 +258,40 @@ def read_logs(
             batch_size = float("nan")
         if not (batch_size > 0 and batch_size != float("inf")):
             raise InputError(f"batch size must be a number > 0, got {given!r}")
+    world_size = world.check(world_size)
     files = _guard(None, expand, paths, _wanted_extensions(forced))
     warnings: list[str] = []
     parts: list[build.Part] = []
-    for found in files:
+
+    def one(found: Found) -> build.Part | None:  # files are parsed in parallel, kept in order
         got = _guard(found.path, _read_one, found, forced)
-        if got is None:
+        part = None if got is None else _guard(found.path, build.prepare, *got, batch_size)
+        progress.file_done(found.path)
+        return part
+
+    for found, part in zip(files, progress.map_files(one, files), strict=True):
+        if part is None:
             warnings.append(
                 f"{found.path}: skipped the file: its format is not recognised "
                 "(pass --format NAME to read it)"
             )
             continue
-        parts.append(_guard(found.path, build.prepare, *got, batch_size))
+        parts.append(part)
     if not parts:
         raise InputError("no readable log file among the inputs: " + "; ".join(warnings))
     build.assign_ranks(parts)
     frames = []
     skipped = 0
+    spread = False
     for p in parts:
         df, warns = build.finish(p)
         warnings.extend(warns)
-        warnings.extend(f"{p.src.name}: {note}" for note in getattr(p.raw, "notes", ()))
+        notes = list(getattr(p.raw, "notes", ()))
+        if world_size is not None and len(parts) == 1 and world.is_job_level(notes):
+            df, spread = world.spread(df, world_size), True
+            notes = [n for n in notes if not world.is_job_level([n])]
+            notes.append(world.note(world_size, "samples" in df.columns))
+        warnings.extend(f"{p.src.name}: {note}" for note in notes)
         skipped += sum(d.count for d in p.raw.drops) + sum(n for _, n, _ in p.pending)
         if df.empty and (p.pending or p.raw.drops):
             warnings.append(f"{p.src.name}: no usable rows remain in this file")
@@ -283,6 +301,10 @@ def read_logs(
     kept = [f for f in frames if not f.empty]
     frames.clear()
     table = kept[0] if len(kept) == 1 else pd.concat(kept, ignore_index=True)
+    if world_size is not None and not spread:
+        mismatch = world.not_job_level(int(table["rank"].nunique()), world_size)
+        if mismatch:
+            warnings.append(mismatch)
     kept.clear()
     for col in steps.OPTIONAL:
         if col in table.columns and table[col].isna().all():

@@ -23,6 +23,11 @@ HEAD_BYTES = 65536
 BINARY_PROBE = 8192
 """A text log must have no NUL byte in its first this many bytes."""
 GZIP_MAGIC = b"\x1f\x8b"
+GZIP_MAX_RATIO = 200
+"""A ``.gz`` input may expand to at most this many times its compressed size (text logs compress
+3–20×; a file of one repeated line about 350×; a compressed bomb about 1000×) …"""
+GZIP_MIN_LIMIT = 256 << 20
+"""… but always to at least this many bytes: past both, reading stops with an InputError."""
 PARQUET_MAGIC = b"PAR1"
 
 
@@ -54,14 +59,18 @@ class Source:
         return p.suffix.lower()
 
     def open(self) -> BinaryIO:
-        """A binary file object of the decompressed content (caller closes it)."""
+        """A binary file object of the decompressed content (caller closes it); gzip content is
+        bounded by :data:`GZIP_MAX_RATIO` / :data:`GZIP_MIN_LIMIT` (InputError past them)."""
         if self.gzip:
-            return gzip.open(self.path, "rb")  # type: ignore[return-value]
+            return LimitedGzip(self.path, self.name)  # type: ignore[return-value]
         return self.path.open("rb")
 
     def arrow_stream(self) -> pa.NativeFile:
-        """A pyarrow input stream of the decompressed content (fast native reading)."""
-        return pa.input_stream(str(self.path), compression="gzip" if self.gzip else None)
+        """A pyarrow input stream of the decompressed content (native for plain files; gzip goes
+        through the bounded :class:`LimitedGzip`)."""
+        if self.gzip:
+            return pa.input_stream(self.open())
+        return pa.input_stream(str(self.path))
 
     def read_all(self) -> bytes:
         """The whole decompressed content; raises InputError on a corrupt gzip file."""
@@ -78,6 +87,47 @@ class Source:
         if len(self.head) >= HEAD_BYTES and lines:
             lines = lines[:-1]  # possibly cut in the middle
         return lines[:n]
+
+
+class LimitedGzip(gzip.GzipFile):
+    """A gzip reader that refuses to expand past ``max(GZIP_MAX_RATIO × compressed size,
+    GZIP_MIN_LIMIT)`` bytes: a compressed bomb ends in an InputError, not in exhausted memory.
+
+    Raises:
+        InputError: on the read that crosses the limit.
+    """
+
+    def __init__(self, path: Path, name: str) -> None:
+        super().__init__(str(path), "rb")
+        self._name = name
+        self._size = Path(path).stat().st_size
+        self._limit = max(GZIP_MAX_RATIO * self._size, GZIP_MIN_LIMIT)
+        self._out = 0
+
+    def _count(self, data: bytes) -> bytes:
+        self._out += len(data)
+        if self._out > self._limit:
+            raise InputError(
+                f"gzip data expands more than {GZIP_MAX_RATIO}x ({self._size} compressed bytes, "
+                f"stopped past {self._limit >> 20} MiB): a compressed bomb or a broken file; if "
+                "the log is genuine, decompress it and pass the plain file",
+                self._name,
+            )
+        return data
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:  # whole stream: in chunks, so the limit bites early
+            parts = []
+            while chunk := self.read(1 << 20):
+                parts.append(chunk)
+            return b"".join(parts)
+        return self._count(super().read(size))
+
+    def read1(self, size: int = -1) -> bytes:
+        return self._count(super().read1(size))
+
+    def readline(self, size: int | None = -1) -> bytes:
+        return self._count(super().readline(size))
 
 
 @dataclass

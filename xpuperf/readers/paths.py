@@ -142,7 +142,9 @@ def expand(args: Sequence[str | os.PathLike[str]], wanted: set[str]) -> list[Fou
                 raise InputError(f"pattern {text!r} matches no file")
             found.extend(items)
         else:
-            raise InputError("no such file or folder", text)
+            raise InputError(
+                "no such file or folder; check the path (or quote a glob pattern)", text
+            )
     seen: set[str] = set()
     unique = []
     for f in found:

@@ -18,7 +18,9 @@ from xpuperf.readers.formats import (
     ascend,
     console,
     deepspeed,
+    detectron2,
     hf,
+    hf_state,
     keras,
     maskrcnn,
     megatron,
@@ -31,8 +33,8 @@ from xpuperf.readers.formats import (
 )
 
 MODULES: tuple[ModuleType, ...] = (
-    megatron, deepspeed, torchtitan, mmengine, maskrcnn, paddle, hf, keras, tfcnn, mindspore,
-    ascend, mllog,
+    megatron, deepspeed, torchtitan, mmengine, detectron2, maskrcnn, paddle, hf, hf_state, keras,
+    tfcnn, mindspore, ascend, mllog,
 )  # fmt: skip
 """Format modules in sniffing order."""
 

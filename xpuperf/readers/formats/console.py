@@ -26,11 +26,12 @@ import re
 from collections.abc import Iterator
 
 from xpuperf.readers.base import Source
-from xpuperf.readers.lines import physical_lines
+from xpuperf.readers.formats.blocks import blocks
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _PREFIX = re.compile(
-    r"^(?:\[(?:rank|default)(\d+)\]:\s?|\[\d+,(\d+)\]<std(?:out|err)>:\s?|\s{0,4}(\d{1,5}): )"
+    r"^(?:\[(?:rank|default)(\d{1,9})\]:\s?|\[\d+,(\d{1,9})\]<std(?:out|err)>:\s?"
+    r"|\s{0,4}(\d{1,5}): )"
 )
 _TQDM = re.compile(r"^\s*\d{1,3}%\|[^|]*\|[^\[\]]*\[[^\]]*\]")
 _TS = re.compile(
@@ -77,6 +78,9 @@ def clean(text: str) -> tuple[int | None, str]:
 def iter_lines(src: Source, bad: list[int] | None = None) -> Iterator[tuple[int, int | None, str]]:
     """Stream ``(line_number, rank_tag, text)`` for every line piece of a file.
 
+    The file is read in blocks of whole lines (:func:`~xpuperf.readers.formats.blocks.blocks`):
+    memory stays at one block whatever the file size.
+
     Args:
         src: the file (gzip is decompressed on the fly).
         bad: when given, the numbers of lines that could not be decoded cleanly are appended.
@@ -85,11 +89,27 @@ def iter_lines(src: Source, bad: list[int] | None = None) -> Iterator[tuple[int,
         InputError: the file cannot be opened. A corrupt gzip stream ends the iteration early
             (the lines before it are kept).
     """
-    for n, raw in physical_lines(src):
-        if raw is None:  # corrupt compressed stream: keep what came before
+    for blk in blocks(src):
+        if blk.data is None:  # corrupt compressed stream: keep what came before
             if bad is not None:
-                bad.append(n)
+                bad.append(blk.first_line)
             return
+        yield from block_lines(blk.data, blk.first_line, bad)
+
+
+def block_lines(
+    data: bytes, first_line: int, bad: list[int] | None = None
+) -> Iterator[tuple[int, int | None, str]]:
+    """:func:`iter_lines` for the whole lines of one block that starts at line ``first_line``
+    (line 1 loses a UTF-8 byte-order mark)."""
+    raws = data.split(b"\n")
+    if raws and not raws[-1]:
+        raws.pop()
+    if first_line == 1 and raws:
+        raws[0] = raws[0].removeprefix(b"\xef\xbb\xbf")
+    for n, raw in enumerate(raws, first_line):
+        if raw.endswith(b"\r"):
+            raw = raw.rstrip(b"\r")
         text, ok = decode(raw)
         if not ok and bad is not None:
             bad.append(n)

@@ -26,7 +26,7 @@ import re
 
 from xpuperf.readers.base import Source
 from xpuperf.readers.formats import console, timers
-from xpuperf.readers.formats.table import Rows, TextTable
+from xpuperf.readers.formats.table import Rows, TextTable, as_float
 
 NAME = "deepspeed"
 EXAMPLE = (
@@ -76,7 +76,7 @@ def read(src: Source) -> TextTable:
         step = ann if ann > prev else prev + 1.0
         last_step[(kind, r)] = step
         st = sum(t[k] for k in names) / 1000.0
-        rows[kind].add(n, rank=float(r), step=step, step_time_s=st, **timers.phases(t))
+        rows[kind].add(n, rank=as_float(r), step=step, step_time_s=st, **timers.phases(t))
     use = rows["global"] if len(rows["global"]) else rows["micro"]
     use.drops.update(rows["global"].drops)
     use.undecodable(bad)

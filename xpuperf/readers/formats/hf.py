@@ -12,7 +12,9 @@ the line's timestamp, else ``elapsed_time`` (``'1h 25m 15s'``) — the step time
 difference of consecutive timestamps over the steps between the lines (the first line has none);
 without any time, ``steps_per_sec`` = ``train_speed(iter/s)`` (a running average since the start).
 Evaluation dicts (``eval_*``) and the final ``train_runtime`` summary are not steps; the summary
-becomes a note. Read as rank 0: the Trainer logs on the main process only.
+becomes a note, or, when no line carries time (stock transformers 5.x), the one row
+(:func:`~xpuperf.readers.formats.hf_state.console_summary`). Read as rank 0: the Trainer logs on
+the main process only.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import re
 from xpuperf.errors import InputError
 from xpuperf.readers.base import Source
 from xpuperf.readers.formats import console
-from xpuperf.readers.formats.table import NAN, Rows, TextTable
+from xpuperf.readers.formats.table import NAN, Rows, TextTable, as_float
 
 NAME = "hf_trainer"
 EXAMPLE = "{'loss': 0.4241, 'learning_rate': 9.99e-06, 'epoch': 0.2, 'step': 295}"
@@ -49,6 +51,7 @@ def read(src: Source) -> TextTable:
     rows = Rows()
     bad: list[int] = []
     summary = None
+    summary_line = 0
     count = 0
     for n, _tag, text in console.iter_lines(src, bad):
         if "{'" not in text:
@@ -64,19 +67,19 @@ def read(src: Source) -> TextTable:
         if not isinstance(d, dict):
             continue
         if "train_runtime" in d:
-            summary = d
+            summary, summary_line = d, n
             continue
         if any(str(k).startswith("eval_") for k in d) or "loss" not in d:
             continue
         count += 1
         gs = d.get("global_step/max_steps")
-        step = float(str(gs).split("/")[0]) if gs is not None else float(d.get("step", count))
+        step = as_float(str(gs).split("/")[0]) if gs is not None else as_float(d.get("step", count))
         ts = console.timestamp(m.group(1))
         if ts is None and "elapsed_time" in d:
             ts = _duration(str(d["elapsed_time"]))
         speed = d.get("train_speed(iter/s)")
         rows.add(n, step=step, t_end_s=ts if ts is not None else NAN,
-                 steps_per_sec=float(speed) if speed is not None else NAN)  # fmt: skip
+                 steps_per_sec=as_float(speed) if speed is not None else NAN)  # fmt: skip
     rows.undecodable(bad)
     out = rows.table(src, "Trainer dict line {'loss': …, 'epoch': …}", EXAMPLE)
     frame = out.frame
@@ -85,6 +88,10 @@ def read(src: Source) -> TextTable:
     elif frame["steps_per_sec"].notna().any():
         out.frame = frame.drop(columns="t_end_s")
         out.notes.append("step time = 1 / train_speed(iter/s), a running average since the start")
+    elif summary is not None and "train_steps_per_second" in summary:
+        from xpuperf.readers.formats import hf_state  # imports this module
+
+        return hf_state.console_summary(src, summary, summary_line)
     else:
         raise InputError(
             "the Trainer log lines carry no time: keep timestamps (e.g. docker logs -t, or "

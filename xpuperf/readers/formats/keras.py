@@ -16,7 +16,7 @@ import re
 
 from xpuperf.readers.base import Source
 from xpuperf.readers.formats import console
-from xpuperf.readers.formats.table import Rows, TextTable, job_level_note, near_int
+from xpuperf.readers.formats.table import Rows, TextTable, as_float, job_level_note, near_int
 
 NAME = "keras"
 EXAMPLE = "TimeHistory: 39.13 seconds, 327.08 examples/second between steps 100 and 200"
@@ -41,12 +41,13 @@ def read(src: Source) -> TextTable:
         if m is None:
             rows.drop("'TimeHistory:' line that does not parse (cut line?)", n)
             continue
-        secs, rate, a, b = float(m.group(1)), float(m.group(2)), int(m.group(3)), int(m.group(4))
+        secs, rate = as_float(m.group(1)), as_float(m.group(2))  # "." → NaN
+        a, b = int(m.group(3)), int(m.group(4))
         if b <= a:
             rows.drop("TimeHistory window with no steps", n)
             continue
-        st = secs / (b - a)
-        rows.add(n, step=float(b), step_time_s=st, samples=near_int(rate * st))
+        st = secs / as_float(b - a)  # past float range → NaN
+        rows.add(n, step=as_float(b), step_time_s=st, samples=near_int(rate * st))
     rows.undecodable(bad)
     out = rows.table(src, "Keras 'TimeHistory: … examples/second between steps' line", EXAMPLE)
     out.notes.append(job_level_note("samples = examples/second × step time, the global batch"))

@@ -22,7 +22,7 @@ import re
 
 from xpuperf.readers.base import Source
 from xpuperf.readers.formats import console
-from xpuperf.readers.formats.table import NAN, Rows, TextTable, link_ranks
+from xpuperf.readers.formats.table import NAN, Rows, TextTable, as_float, link_ranks
 
 NAME = "maskrcnn"
 EXAMPLE = (
@@ -51,7 +51,7 @@ def read(src: Source) -> TextTable:
         if m is None:
             continue
         body = m.group(2)
-        met = {k: (float(c), float(a) if a else float("nan")) for k, c, a in _METRIC.findall(body)}
+        met = {k: (as_float(c), as_float(a) if a else NAN) for k, c, a in _METRIC.findall(body)}
         if "time" not in met:
             rows.drop("'iter:' line without 'time:' (cut line?)", n)
             continue

@@ -21,6 +21,14 @@ phases          timer lines (:mod:`~xpuperf.readers.formats.timers`): Megatron-L
                 follow their iteration line, NeoX/DeepSpeed style timers precede it
 ==============  ============================================================================
 
+Reading: the file streams in 4 MiB blocks of whole lines (:mod:`.blocks`). A block that is ASCII
+without ANSI codes, carriage returns or tqdm bars takes the fast path: one regex scan
+(:data:`TOKENS`) yields the standard step lines' numbers in bulk and the other lines that matter,
+which go through the per-line rules in order; other blocks take the per-line path. Both give the
+same rows (tests compare them). A large uncompressed file is parsed in byte ranges on several
+cores (:mod:`.ranges`). Memory: one block plus 32 bytes per kept row (step, step time, samples,
+line number).
+
 Errors: :class:`~xpuperf.errors.InputError` when no iteration line parses. A line that mentions
 ``iteration N/`` but lacks the elapsed time (e.g. cut at the end of an excerpt) is skipped with a
 warning.
@@ -28,12 +36,26 @@ warning.
 
 from __future__ import annotations
 
+import functools
+import operator
 import re
 import statistics
+from array import array
+from collections.abc import Sequence
+
+import numpy as np
 
 from xpuperf.readers.base import Source
-from xpuperf.readers.formats import console, timers
-from xpuperf.readers.formats.table import NAN, Rows, TextTable, job_level_note, near_int
+from xpuperf.readers.formats import console, ranges, timers
+from xpuperf.readers.formats.blocks import BLOCK_BYTES, blocks, reread
+from xpuperf.readers.formats.table import (
+    NAN,
+    Rows,
+    TextTable,
+    as_float,
+    job_level_note,
+    near_int,
+)
 
 NAME = "megatron"
 EXAMPLE = (
@@ -46,7 +68,35 @@ FAST = re.compile(
     r"\s*\|[^|]*\|\s*global batch size:\s*(\d+)\s*\|"
 )
 """The fast path: the standard Megatron-LM line, matched in one go (anchored)."""
-_FIELD = re.compile(r"\s*([^:|]+?)\s*:\s*([^|]*?)\s*(?:\||$)")
+_WS = rb"[\t\x0b\x0c\x1c-\x1f ]"
+_PFX = (
+    rb"(?>(?:\[(?:rank|default)\d+\]:" + _WS + rb"?|\[\d+,\d+\]<std(?:out|err)>:" + _WS
+    + rb"?|(?: " + _WS + rb"{0,3})?\d{1,5}: )?)"
+)  # fmt: skip
+"""A launcher prefix as :func:`console.clean` removes it: atomic, so a line that has one is never
+also tried without it."""
+_A = (  # possessive: what a run consumes can never start the next item, so nothing backtracks
+    rb"iteration(?:W)++(\d++)W*+/W*+\d++W*+\|[^|\n]*+\|W*+elapsed time per iteration \(ms\):W*+"
+    rb"(\d+(?:\.\d*)?|\.\d+)W*+\|[^|\n]*+\|W*+global batch size:W*+(\d++)W*+\|"
+)
+_O = (  # each alternative starts with a distinct literal, so a noise line fails at once
+    rb"iteration[^\n]*"  # other iteration lines (variants, cut lines)
+    rb"|samples/sec[^\n]*"  # GPT-NeoX: 'samples/sec: X | iteration …'
+    rb"|time \(ms\)[^\n]*"  # Megatron / NeoX timers
+    rb"|(?:\[[^\]\n]*+\]W*+)++(?:iteration|(?:rank=\d+W*+)?time \(ms\))[^\n]*"  # [date] [Rank 0] …
+    rb"|\(min, max\) time across ranks \(ms\)[^\n]*+"  # (min, max) head …
+    rb"(?:\nPFX(?:W)+[A-Za-z][\w\- ]*?W*\.{2,}:[^\n]*)+"  # … with its timer lines
+)
+TOKENS = re.compile(
+    (rb"\nPFX(?:W*+" + _A + rb"|(W*+(?:" + _O + rb")))").replace(b"PFX", _PFX).replace(b"W", _WS)
+)
+"""The fast path: every line of a block that the line path acts on, in one scan. A standard step
+line (:data:`FAST` after a launcher prefix) gives groups 1–3; any other line that may matter (the
+last group: its text after the prefix) goes through the line path. What the fast path sees, the
+line path would also act on; the converse holds for lines where, after the launcher prefix and
+blanks, the step line, timer line or ``(min, max)`` head starts the line or follows only
+``[…]`` groups (a logging prefix) and ``rank=N``. Lines shaped otherwise (e.g. ``time (ms)`` after
+free text) are seen only by the line path: such logs need ``fast=False``."""
 BROKEN = "an 'iteration N/ M |' line without 'elapsed time per iteration (ms)' (cut line?)"
 
 
@@ -56,20 +106,39 @@ def sniff(lines: list[str]) -> bool:
 
 
 def _fields(text: str) -> dict[str, str]:
-    return {m.group(1).strip(): m.group(2) for m in _FIELD.finditer(text)}
+    """``key: value`` pairs of the ``|``-separated fields, both stripped (a field without a colon
+    is ignored). Split, not a regex: a lazy key/value pattern backtracked cubically on long
+    blank runs (a 400-blank field took 7 s)."""
+    out = {}
+    for field in text.split("|"):
+        key, colon, value = field.partition(":")
+        if colon and key.strip():
+            out[key.strip()] = value.strip()
+    return out
 
 
-def read(src: Source) -> TextTable:
-    """Parse a Megatron-LM / GPT-NeoX log (see the module docstring)."""
-    rows = Rows()
-    bad: list[int] = []
-    pending: dict[str, float] = {}  # NeoX/DeepSpeed timers, for the next iteration line
-    pending_kind = ""
-    spread: list[float] = []  # max/min of Megatron (min, max) timers
-    in_minmax = False
-    gbs_seen = False
-    for n, _rank, text in console.iter_lines(src, bad):
-        if in_minmax:
+class _Parser:
+    """The per-line state machine (the reference) plus the block fast path."""
+
+    def __init__(self) -> None:
+        self.rows = Rows()
+        self.bad: list[int] = []
+        self.pending: dict[str, float] = {}  # NeoX/DeepSpeed timers, for the next iteration line
+        self.pending_kind = ""
+        self.spread: list[float] = []  # max/min of Megatron (min, max) timers
+        self.in_minmax = False
+        self.gbs_seen = False
+        self.done: list[tuple[int, int, int, int]] = []  # fast blocks: offset, length, line, row
+        self.next_line = 1  # number of the line after the last one parsed
+
+    def clean(self) -> bool:
+        """No state carries over to the next line (the fast path may start here)."""
+        return not self.pending and not self.in_minmax
+
+    def line(self, n: int, text: str) -> None:
+        """One cleaned line (the reference behaviour)."""
+        rows = self.rows
+        if self.in_minmax:
             mm = timers.minmax(text)
             if mm is not None:
                 name, lo, hi = mm
@@ -77,16 +146,20 @@ def read(src: Source) -> TextTable:
                 if ph:
                     rows.set_last(**ph)
                 if lo > 0 and name in ("forward-compute", "backward-compute"):
-                    spread.append(hi / lo)
-                continue
-            in_minmax = False
+                    self.spread.append(hi / lo)
+                return
+            self.in_minmax = False
         if "iteration" in text:
             fast = FAST.match(text)
-            if fast is not None and not pending:
-                rows.add(n, step=float(fast.group(1)), step_time_s=float(fast.group(2)) / 1000.0,
-                         samples=float(fast.group(3)))  # fmt: skip
-                gbs_seen = True
-                continue
+            if fast is not None and not self.pending:
+                try:
+                    step, ms = float(fast.group(1)), float(fast.group(2))
+                except ValueError:
+                    fast = None
+                else:
+                    rows.add(n, step=step, step_time_s=ms / 1000.0, samples=float(fast.group(3)))
+                    self.gbs_seen = True
+                    return
             m = LINE.search(text)
             if m:
                 f = _fields(text[m.end() :])
@@ -97,39 +170,174 @@ def read(src: Source) -> TextTable:
                     step_s = NAN
                 if step_s != step_s:
                     rows.drop(BROKEN, n)
-                    continue
+                    return
                 head = _fields(text[: m.start()] + "|")
                 samples = NAN
                 if "global batch size" in f:
-                    samples = float(f["global batch size"])
-                    gbs_seen = True
+                    samples = as_float(f["global batch size"])
+                    self.gbs_seen = True
                 elif "samples/sec" in head:
-                    samples = near_int(float(head["samples/sec"]) * step_s)
+                    samples = near_int(as_float(head["samples/sec"]) * step_s)
                 ts = console.timestamp(text[: m.start()]) if "[" in text[: m.start()] else None
                 rows.add(n, step=float(m.group(1)), step_time_s=step_s, samples=samples,
-                         t_end_s=ts if ts is not None else NAN, **pending)  # fmt: skip
-                pending, pending_kind = {}, ""
-                continue
+                         t_end_s=ts if ts is not None else NAN, **self.pending)  # fmt: skip
+                self.pending, self.pending_kind = {}, ""
+                return
         if timers.MINMAX_HEAD in text:
-            in_minmax = True
-            continue
+            self.in_minmax = True
+            return
         if "time (ms)" in text:
             t = timers.pairs(text)
             k = timers.kind(t)
             if k == "megatron":
                 rows.set_last(**timers.phases(t))
-            elif (k == "deepspeed" or pending_kind != "deepspeed") and not any(
+            elif (k == "deepspeed" or self.pending_kind != "deepspeed") and not any(
                 x.endswith("_microstep") for x in t
             ):
-                pending, pending_kind = timers.phases(t), k
-    rows.undecodable(bad)
-    out = rows.table(
-        src, "Megatron 'iteration N/ M | … elapsed time per iteration (ms)' line", EXAMPLE
+                self.pending, self.pending_kind = timers.phases(t), k
+
+    def lines(self, data: bytes, first_line: int) -> None:
+        """The line path over one block."""
+        for n, _rank, text in console.block_lines(data, first_line, self.bad):
+            self.line(n, text)
+
+    def fast(self, data: bytes, where: int) -> None:
+        """The block path: one regex scan of the block (see the module docstring); rows get the
+        placeholder line number ``where``."""
+        toks = TOKENS.findall(b"\n" + data)
+        if not toks:
+            self._tail(data)
+            return
+        other = [i for i, t in enumerate(toks) if t[3]] if any(map(_GET[3], toks)) else []
+        a = [t for t in toks if not t[3]] if other else toks
+        if a:  # C loops only: map(float, map(itemgetter(j), a))
+            cols = np.array([array("d", map(float, map(_GET[j], a))) for j in (0, 1, 2)])
+            cols[1] /= 1000.0
+            self.gbs_seen = True
+        else:
+            cols = np.empty((3, 0))
+        done = 0  # A rows added so far
+        for k, i in enumerate([*other, len(toks)]):
+            upto = i - k  # A tokens before token i
+            if upto > done and self.pending:
+                st, sec, gbs = (float(x) for x in cols[:, done])
+                self.rows.add(where, step=st, step_time_s=sec, samples=gbs, t_end_s=NAN,
+                              **self.pending)  # fmt: skip
+                self.pending, self.pending_kind = {}, ""
+                done += 1
+            if upto > done:
+                sl = slice(done, upto)
+                self.rows.extend(where, upto - done, step=cols[0, sl],
+                                 step_time_s=cols[1, sl], samples=cols[2, sl])  # fmt: skip
+                done = upto
+            if i < len(toks):
+                first, *more = toks[i][3].split(b"\n")
+                self.line(where, first.decode("ascii"))
+                for raw in more:
+                    self.line(where, console.clean(raw.decode("ascii"))[1])
+                self.in_minmax = False  # the next line is not a minmax line (see TOKENS)
+        self._tail(data)
+
+    def _tail(self, data: bytes) -> None:
+        """Set ``in_minmax`` as the line path would after the block's last line."""
+        lines = data[-8192:].rstrip(b"\n").split(b"\n")[-40:]
+        for raw in reversed(lines):
+            text = console.clean(raw.decode("ascii"))[1]
+            if timers.MINMAX_HEAD in text:
+                self.in_minmax = True
+                return
+            if timers.minmax(text) is None:
+                return
+
+
+_GET = [operator.itemgetter(j) for j in range(4)]
+
+
+def eligible(data: bytes) -> bool:
+    """Whether a block may take the fast path: ASCII, no ANSI codes, no carriage returns, no
+    tqdm bars (cheap single-byte scans first)."""
+    return (
+        data.isascii()
+        and b"\x1b" not in data
+        and b"\r" not in data
+        and (b"%" not in data or b"%|" not in data)
     )
-    what = "samples = the global batch size" if gbs_seen else "samples = samples/sec × step time"
+
+
+def _run(
+    p: _Parser, src: Source, start: int, end: int | None, line: int, report: bool,
+    fast: bool = True, block_bytes: int = BLOCK_BYTES,
+) -> None:  # fmt: skip
+    """Parse the byte range ``[start, end)`` (first line numbered ``line``) into ``p``."""
+    p.next_line = line
+    for blk in blocks(src, block_bytes, start=start, end=end, first_line=line, report=report):
+        if blk.data is None:  # corrupt compressed data: keep what came before
+            p.bad.append(blk.first_line)
+            break
+        data, offset, line = blk.data, blk.offset, blk.first_line
+        if fast and eligible(data):
+            while data and not p.clean():  # state from the line before: line path until clean
+                cut = data.find(b"\n") + 1 or len(data)
+                p.lines(data[:cut], line)
+                data, offset, line = data[cut:], offset + cut, line + 1
+            if data:
+                p.done.append((offset, len(data), line, len(p.rows)))
+                p.fast(data, -len(p.done))
+        else:
+            p.lines(data, line)
+        p.next_line = blk.first_line + blk.lines
+
+
+def _merge(p: _Parser, part: _Parser, line_shift: int, block_shift: int) -> None:
+    """Append a worker's parse of the next byte range (see :mod:`.ranges`)."""
+    rows_before = len(p.rows)
+    lines = np.frombuffer(part.rows.lines, dtype=np.int64)
+    p.rows.append_rows(part.rows, ranges.shift_lines(lines, line_shift, block_shift))
+    for reason, d in part.rows.drops.items():
+        first = d.first
+        if first is not None:
+            first = first + line_shift if first >= 0 else first - block_shift
+        mine = p.rows.drops.get(reason)
+        if mine is None:
+            p.rows.drops[reason] = type(d)(reason, d.count, first)
+        else:
+            mine.count += d.count
+    p.bad += [n + line_shift for n in part.bad]
+    p.spread += part.spread
+    p.gbs_seen |= part.gbs_seen
+    p.done += [(o, ln, fl + line_shift, r + rows_before) for o, ln, fl, r in part.done]
+    p.pending, p.pending_kind, p.in_minmax = part.pending, part.pending_kind, part.in_minmax
+    p.next_line = part.next_line + line_shift
+
+
+def read(
+    src: Source, *, fast: bool = True, block_bytes: int = BLOCK_BYTES, workers: int | None = None
+) -> TextTable:
+    """Parse a Megatron-LM / GPT-NeoX log (see the module docstring).
+
+    ``fast=False`` sends every block through the line path (the reference the fast path must
+    equal; tests compare the two, also with small ``block_bytes``). A large uncompressed file is
+    parsed in byte ranges on several cores (:mod:`.ranges`); ``workers`` forces the number of
+    ranges."""
+    run = functools.partial(_run, fast=fast, block_bytes=block_bytes)  # picklable for workers
+    p = ranges.parse(src, _Parser, run, _merge, ranges.workers_for(src, workers))
+    done = p.done
+    rows = p.rows
+    rows.undecodable(p.bad)
+    locate = None
+    if done:
+        resolver = _Resolver(src, done, rows)
+        for d in rows.drops.values():
+            if d.first is not None and d.first < 0:
+                d.first = resolver.drop_line(-d.first - 1, d.reason)
+        locate = resolver.locate
+    out = rows.table(
+        src, "Megatron 'iteration N/ M | … elapsed time per iteration (ms)' line", EXAMPLE, locate
+    )
+    what = "samples = the global batch size" if p.gbs_seen else "samples = samples/sec × step time"
     out.notes.append(job_level_note(what))
-    if spread:
-        med = statistics.median(spread)
+    if p.spread:
+        med = statistics.median(p.spread)
         if med > 1.05:
             out.notes.append(
                 f"Megatron timers: the slowest rank's forward/backward compute is {med:.2f}× the "
@@ -137,3 +345,42 @@ def read(src: Source) -> TextTable:
                 "per-rank timers (--timing-log-option all) to name it"
             )
     return out
+
+
+class _Resolver:
+    """Exact line numbers for rows and drops found by the fast path: the block is read again and
+    replayed through the line path (which starts clean there, as the fast path did)."""
+
+    def __init__(self, src: Source, fast: list[tuple[int, int, int, int]], rows: Rows) -> None:
+        self.src, self.fast = src, fast
+        self.lines = np.frombuffer(rows.lines, dtype=np.int64).copy()
+        self.cache: dict[int, _Parser] = {}
+
+    def _replay(self, b: int) -> _Parser:
+        got = self.cache.get(b)
+        if got is None:
+            offset, length, first_line, _ = self.fast[b]
+            got = _Parser()
+            got.lines(reread(self.src, offset, length), first_line)
+            self.cache = {b: got}
+        return got
+
+    def drop_line(self, b: int, reason: str) -> int | None:
+        d = self._replay(b).rows.drops.get(reason)
+        return d.first if d else None
+
+    def locate(self, idx: Sequence[int]) -> dict[int, int | None]:
+        out: dict[int, int | None] = {}
+        for i in idx:
+            i = int(i)
+            if not 0 <= i < len(self.lines):
+                out[i] = None
+                continue
+            line = int(self.lines[i])
+            if line < 0:
+                b = -line - 1
+                k = i - self.fast[b][3]
+                replayed = self._replay(b).rows.lines
+                line = int(replayed[k]) if 0 <= k < len(replayed) else -1
+            out[i] = line if line > 0 else None
+        return out

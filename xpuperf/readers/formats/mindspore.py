@@ -22,7 +22,7 @@ import re
 
 from xpuperf.readers.base import Source
 from xpuperf.readers.formats import console
-from xpuperf.readers.formats.table import NAN, Rows, TextTable, near_int
+from xpuperf.readers.formats.table import NAN, Rows, TextTable, as_float, near_int
 
 NAME = "mindspore"
 EXAMPLE = "epoch: [1/90] loss: 5.282135, epoch time: 183.647 s, per step time: 588.613 ms"
@@ -59,7 +59,7 @@ def read(src: Source) -> TextTable:
             e = EPOCH.search(text)
             epochs += 1
             step = float(e.group(1)) if e else float(epochs)
-            row = {"step": step, "step_time_s": float(m.group(1)) * _UNIT[m.group(2)]}
+            row = {"step": step, "step_time_s": as_float(m.group(1)) * _UNIT[m.group(2)]}
             kind = "per_step"
         elif "Epoch time:" in text and "fps:" in text:
             m = BENCH.search(text)
@@ -69,11 +69,11 @@ def read(src: Source) -> TextTable:
             step = int(m.group(1)) * int(m.group(3)) + int(m.group(2))
             span = step - prev_bench if step > prev_bench else step
             prev_bench = step
-            st = float(m.group(4)) * _UNIT[m.group(5)] / span
+            st = as_float(m.group(4)) * _UNIT[m.group(5)] / span if span else NAN
             row = {
-                "step": float(step),
+                "step": as_float(step),
                 "step_time_s": st,
-                "samples": near_int(float(m.group(6)) * st),
+                "samples": near_int(as_float(m.group(6)) * st),
             }
             kind = "bench"
         if row is None:

@@ -30,7 +30,7 @@ import re
 from xpuperf.errors import InputError
 from xpuperf.readers.base import Source
 from xpuperf.readers.formats import console
-from xpuperf.readers.formats.table import NAN, Rows, TextTable, job_level_note
+from xpuperf.readers.formats.table import NAN, Rows, TextTable, as_float, job_level_note
 
 NAME = "mlperf"
 EXAMPLE = ':::MLLOG {"namespace": "", "time_ms": 1621390073279, "key": "block_start", …}'
@@ -63,21 +63,23 @@ def read(src: Source) -> TextTable:
             try:
                 e = json.loads(text.split(":::MLLOG", 1)[1])
                 key, t = e["key"], float(e["time_ms"]) / 1000.0
-            except (ValueError, KeyError, TypeError, IndexError, RecursionError):
+            except (ValueError, KeyError, TypeError, IndexError, RecursionError, OverflowError):
                 speed.drop("':::MLLOG' line that is not valid JSON", n)
                 continue
             md = e.get("metadata") or {}
+            md = md if isinstance(md, dict) else {}
             if key in ("global_batch_size", "train_samples") and e.get("value") is not None:
-                ev[key] = float(e["value"])
+                ev[key] = as_float(e["value"])  # NaN when not a number
             elif key == "block_start":
-                blocks.append(
-                    (
-                        n,
-                        t,
+                try:
+                    first, count = (
                         int(md.get("first_epoch_num", len(blocks))),
                         int(md.get("epoch_count", 1)),
                     )
-                )
+                except (ValueError, TypeError, OverflowError):  # NaN, "x", [1], 1e999
+                    speed.drop("'block_start' event whose epoch numbers are not integers", n)
+                    continue
+                blocks.append((n, t, first, count))
             elif key in ("eval_start", "block_stop") and blocks and blocks[-1][0] not in ends:
                 ends[blocks[-1][0]] = t
             elif key == "eval_accuracy":
@@ -113,7 +115,7 @@ def read(src: Source) -> TextTable:
         rows.drops.update(speed.drops)
         per_epoch = ev.get("train_samples", NAN) / gbs if gbs else NAN
         for line, t0, first, count in blocks:
-            if line in ends and per_epoch == per_epoch:
+            if line in ends and per_epoch == per_epoch and count * per_epoch:
                 rows.add(line, step=float(first), samples=gbs,
                          step_time_s=(ends[line] - t0) / (count * per_epoch))  # fmt: skip
         if not len(rows) and blocks:

@@ -22,7 +22,7 @@ import re
 
 from xpuperf.readers.base import Source
 from xpuperf.readers.formats import console
-from xpuperf.readers.formats.table import NAN, Rows, TextTable
+from xpuperf.readers.formats.table import NAN, Rows, TextTable, as_float
 
 NAME = "mmengine"
 EXAMPLE = (
@@ -60,8 +60,8 @@ def read(src: Source) -> TextTable:
             rows.drop("runner line without 'time:'", n)
             continue
         ts = console.timestamp(m.group(1))
-        rows.add(n, step=float(step), step_time_s=float(f["time"]),
-                 data_s=float(f["data_time"]) if "data_time" in f else NAN,
+        rows.add(n, step=as_float(step), step_time_s=as_float(f["time"]),
+                 data_s=as_float(f["data_time"]) if "data_time" in f else NAN,
                  t_end_s=ts if ts is not None else NAN)  # fmt: skip
     rows.undecodable(bad)
     return rows.table(src, "MMEngine 'Epoch(train) [e][i/n] … time: … data_time: …' line", EXAMPLE)

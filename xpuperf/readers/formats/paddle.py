@@ -20,7 +20,7 @@ import re
 
 from xpuperf.readers.base import Source
 from xpuperf.readers.formats import console
-from xpuperf.readers.formats.table import NAN, Rows, TextTable, near_int
+from xpuperf.readers.formats.table import NAN, Rows, TextTable, as_float, near_int
 
 NAME = "paddle"
 EXAMPLE = (
@@ -47,7 +47,7 @@ def read(src: Source) -> TextTable:
             continue
         f: dict[str, float] = {}
         for k, v in _FIELD.findall(text):
-            f.setdefault(k.lstrip("[").lower(), float(v))
+            f.setdefault(k.lstrip("[").lower(), as_float(v))
         if "batch_cost" not in f:
             rows.drop("'batch_cost' without a number", n)
             continue

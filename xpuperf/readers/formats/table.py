@@ -9,7 +9,8 @@ converted to seconds by the parser.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from array import array
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,29 +38,65 @@ class TextTable(RawTable):
 
 
 class Rows:
-    """Column-wise row collector: ``add(line, step=…, step_time_s=…)``; missing cells are NaN."""
+    """Column-wise row collector: ``add(line, step=…, step_time_s=…)``; missing cells are NaN.
+
+    Numbers are kept in typed buffers (``array('d')``: 8 bytes per cell, no Python object per
+    value) and line numbers in ``array('q')``, so memory grows by the compact size of the kept
+    cells only; a column that receives text becomes a list. :meth:`extend` appends many rows at
+    once (the block fast paths). A line number below zero is a placeholder resolved on demand by
+    ``locate`` (see :meth:`table`).
+    """
 
     def __init__(self) -> None:
-        self.cols: dict[str, list[object]] = {}
-        self.lines: list[int] = []
+        self.cols: dict[str, array | list[object]] = {}
+        self.lines: array = array("q")
         self.drops: dict[str, Drop] = {}
         self.notes: list[str] = []
 
     def __len__(self) -> int:
         return len(self.lines)
 
+    def _col(self, k: str, n: int, v: object) -> array | list[object]:
+        col = self.cols.get(k)
+        if col is None:
+            col = self.cols[k] = array("d") if not isinstance(v, str) else []
+            _pad(col, n)
+        elif len(col) < n:
+            _pad(col, n)
+        if isinstance(v, str) and isinstance(col, array):
+            col = self.cols[k] = list(col)
+        return col
+
     def add(self, line: int, **values: object) -> None:
         """Append one row found at physical ``line`` (columns are padded lazily)."""
         n = len(self.lines)
-        cols = self.cols
         for k, v in values.items():
-            col = cols.get(k)
-            if col is None:
-                col = cols[k] = [NAN] * n
-            elif len(col) < n:
-                col.extend([NAN] * (n - len(col)))
-            col.append(v)
+            self._col(k, n, v).append(v)  # type: ignore[arg-type]
         self.lines.append(line)
+
+    def extend(self, line: int, count: int, **columns: object) -> None:
+        """Append ``count`` rows at once; each value is a sequence of ``count`` floats (e.g. a
+        numpy float64 array). Every row gets the line number ``line`` (a placeholder when < 0)."""
+        if count <= 0:
+            return
+        n = len(self.lines)
+        for k, v in columns.items():
+            col = self._col(k, n, 0.0)
+            if isinstance(col, array):
+                col.frombytes(np.ascontiguousarray(v, dtype=np.float64).tobytes())
+            else:
+                col.extend(float(x) for x in v)  # type: ignore[union-attr]
+        self.lines.extend(array("q", [line]) * count)
+
+    def append_rows(self, other: Rows, lines: np.ndarray) -> None:
+        """Append all rows of ``other`` with line numbers ``lines`` (its drops are not merged)."""
+        n, m = len(self.lines), len(other.lines)
+        for k in set(self.cols) | set(other.cols):
+            theirs = other.column(k)
+            mine = self._col(k, n, "" if isinstance(theirs, list) else 0.0)
+            _pad(mine, n)
+            mine.extend(theirs)  # type: ignore[arg-type]
+        self.lines.frombytes(np.ascontiguousarray(lines[:m], dtype=np.int64).tobytes())
 
     def set_last(self, **values: object) -> bool:
         """Set cells of the last row (False when there is none)."""
@@ -67,18 +104,19 @@ class Rows:
         if not n:
             return False
         for k, v in values.items():
-            col = self.cols.get(k)
-            if col is None:
-                col = self.cols[k] = [NAN] * n
-            elif len(col) < n:
-                col.extend([NAN] * (n - len(col)))
-            col[n - 1] = v
+            col = self._col(k, n, v)
+            if len(col) < n:
+                col.append(v)  # type: ignore[arg-type]
+            else:
+                col[n - 1] = v  # type: ignore[index]
         return True
 
-    def column(self, name: str) -> list[object]:
+    def column(self, name: str) -> array | list[object]:
         """The full column ``name`` (padded to the row count; NaN where unset)."""
-        col = self.cols.setdefault(name, [])
-        col.extend([NAN] * (len(self.lines) - len(col)))
+        col = self.cols.get(name)
+        if col is None:
+            col = self.cols[name] = array("d")
+        _pad(col, len(self.lines))
         return col
 
     def drop(self, reason: str, line: int) -> None:
@@ -94,8 +132,17 @@ class Rows:
         for n in bad:
             self.drop(UNDECODABLE, n)
 
-    def table(self, src: Source, what: str, example: str) -> TextTable:
-        """The collected rows as a :class:`TextTable`.
+    def table(
+        self,
+        src: Source,
+        what: str,
+        example: str,
+        locate: Callable[[Sequence[int]], dict[int, int | None]] | None = None,
+    ) -> TextTable:
+        """The collected rows as a :class:`TextTable` (the columns share the buffers: no copy).
+
+        ``locate`` replaces the default row → line lookup (needed when :meth:`extend` stored
+        placeholder line numbers).
 
         Raises:
             InputError: no row at all; names ``what`` the format's step line is and shows
@@ -115,15 +162,32 @@ class Rows:
             )
         cols = {k: self.column(k) for k in list(self.cols)}
         frame = pd.DataFrame(
-            {k: np.asarray(v, dtype=object if _is_text(v) else np.float64) for k, v in cols.items()}
+            {
+                k: np.frombuffer(v, dtype=np.float64)
+                if isinstance(v, array)
+                else np.asarray(v, dtype=object if _is_text(v) else np.float64)
+                for k, v in cols.items()
+            }
         )
+        self.cols = {}
+        lines = np.frombuffer(self.lines, dtype=np.int64)
         return TextTable(
             frame,
-            locate=locate_from(np.asarray(self.lines, dtype=np.int64)),
+            locate=locate if locate is not None else locate_from(lines),
             unit="line",
             drops=list(self.drops.values()),
             notes=list(self.notes),
         )
+
+
+_NANS = array("d", [NAN]) * 4096
+
+
+def _pad(col: array | list[object], n: int) -> None:
+    """Pad ``col`` with NaN up to ``n`` cells."""
+    while len(col) < n:
+        k = min(n - len(col), len(_NANS))
+        col.extend(_NANS[:k])
 
 
 def _is_text(values: list[object]) -> bool:
@@ -137,16 +201,31 @@ def num(text: str) -> float:
 
 def near_int(x: float, tol: float = 0.02) -> float:
     """``x`` rounded when within ``tol`` (relative) of an integer, else ``x``."""
+    if not math.isfinite(x):  # round() raises on inf/NaN (hostile values)
+        return x
     r = round(x)
     return float(r) if r and abs(x - r) <= tol * abs(r) else x
+
+
+def as_float(x: object) -> float:
+    """``x`` as a float; NaN when it is not a number (``"."``, ``"1.2.3"``, a list, None) or an
+    integer too large for a float, so the row is dropped later with a counted reason."""
+    try:
+        return float(x)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
+
+
+JOB_LEVEL = "each step line describes the whole job (printed by one rank)"
+"""Start of :func:`job_level_note`: ``read_logs(world_size=N)`` looks for it."""
 
 
 def job_level_note(samples: str) -> str:
     """Note for logs whose step lines describe the whole job (printed by one rank)."""
     return (
-        "each step line describes the whole job (printed by one rank), so it is read as one rank; "
-        f"{samples}; per-card throughput = job throughput / number of data-parallel ranks, "
-        "which this log does not state"
+        f"{JOB_LEVEL}, so it is read as one rank; {samples}; per-card throughput = job "
+        "throughput / number of data-parallel ranks, which this log does not state: pass "
+        "--world-size N"
     )
 
 
@@ -165,6 +244,10 @@ def link_ranks(groups: list[list[tuple[float, ...]]]) -> list[list[int]]:
     prev: list[tuple[float, ...]] = []
     prev_rank: list[int] = []
     width = max((len(g) for g in groups), default=0)
+    # lines of one log may carry keys of different lengths (a cut line, two runs appended):
+    # pad with NaN so the keys form one array (a NaN distance costs like a mismatch)
+    klen = max((len(k) for g in groups for k in g), default=0)
+    groups = [[tuple(k) + (math.nan,) * (klen - len(k)) for k in g] for g in groups]
     for g in groups:
         if not prev:
             ranks = list(range(len(g)))
@@ -172,8 +255,9 @@ def link_ranks(groups: list[list[tuple[float, ...]]]) -> list[list[int]]:
             a = np.asarray(prev, dtype=np.float64)
             b = np.asarray(g, dtype=np.float64)
             scale = np.maximum(np.abs(a), 1e-9)
-            cost = np.abs(b[:, None, :] - a[None, :, :]) / scale[None, :, :]
-            cost = np.nan_to_num(cost.sum(axis=2), nan=1e9)
+            with np.errstate(invalid="ignore", over="ignore"):  # inf keys: NaN → mismatch
+                cost = np.abs(b[:, None, :] - a[None, :, :]) / scale[None, :, :]
+                cost = np.nan_to_num(cost.sum(axis=2), nan=1e9)
             rows, cols = linear_sum_assignment(cost)
             ranks = [-1] * len(g)
             for r, c in zip(rows, cols, strict=True):

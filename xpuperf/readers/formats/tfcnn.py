@@ -22,7 +22,7 @@ import re
 
 from xpuperf.readers.base import Source
 from xpuperf.readers.formats import console
-from xpuperf.readers.formats.table import Rows, TextTable, job_level_note, link_ranks
+from xpuperf.readers.formats.table import Rows, TextTable, as_float, job_level_note, link_ranks
 
 NAME = "tf_cnn_benchmarks"
 EXAMPLE = "10\timages/sec: 1120.9 +/- 10.1 (jitter = 34.0)\t9.141"
@@ -50,18 +50,18 @@ def read(src: Source) -> TextTable:
                 glob = float(m.group(1)) if m else None
             elif glob is not None and per_dev is None and "per device" in text:
                 m = _PER_DEV.match(text)
-                per_dev = float(m.group(1)) if m else None
+                per_dev = as_float(m.group(1)) if m else None
             continue
         m = LINE.match(text)
         if m is None:
             t = _TOTAL.match(text)
             if t:
-                total = float(t.group(1))
+                total = as_float(t.group(1))
             else:
                 rows.drop("'images/sec' line that does not parse (cut line?)", n)
             continue
         groups.setdefault(int(m.group(1)), []).append(
-            (n, tag, float(m.group(2)), float(m.group(4)))
+            (n, tag, as_float(m.group(2)), as_float(m.group(4)))
         )
     steps = sorted(groups)
     width = max((len(g) for g in groups.values()), default=0)
@@ -74,11 +74,12 @@ def read(src: Source) -> TextTable:
     batch = per_dev if width > 1 else glob
     for s, rs in zip(steps, ranks, strict=True):
         for (n, _, mean, _), r in zip(groups[s], rs, strict=True):
-            m0, mean0 = prev.get(r, (0, 0.0))
-            prev[r] = (s, mean)
-            denom = s / mean - (m0 / mean0 if m0 else 0.0)
-            thr = (s - m0) / denom if denom > 0 else float("nan")
-            rows.add(n, rank=float(r), step=float(s), throughput=thr,
+            m0, mean0 = prev.get(r, (0.0, 0.0))
+            prev[r] = (as_float(s), mean)  # a step number past float range → inf → dropped
+            sf = as_float(s)
+            denom = sf / mean - (m0 / mean0 if m0 and mean0 else 0.0) if mean else 0.0
+            thr = (sf - m0) / denom if denom > 0 else float("nan")
+            rows.add(n, rank=float(r), step=as_float(s), throughput=thr,
                      **({"samples": batch} if batch else {}))  # fmt: skip
     rows.undecodable(bad)
     out = rows.table(src, "tf_cnn_benchmarks 'N\\timages/sec: X +/- Y (jitter = Z)' line", EXAMPLE)

@@ -42,7 +42,10 @@ def pairs(text: str) -> dict[str, float]:
     _, _, rest = text.partition("time (ms)")
     out = {}
     for m in PAIR.finditer(rest):
-        out[m.group(1).strip()] = float(m.group(2))
+        try:
+            out[m.group(1).strip()] = float(m.group(2))
+        except ValueError:  # "." or "1.2.3" matched by the pattern: not a number
+            continue
     return out
 
 

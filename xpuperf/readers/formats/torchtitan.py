@@ -18,7 +18,7 @@ import re
 
 from xpuperf.readers.base import Source
 from xpuperf.readers.formats import console
-from xpuperf.readers.formats.table import Rows, TextTable
+from xpuperf.readers.formats.table import Rows, TextTable, as_float
 
 NAME = "torchtitan"
 EXAMPLE = (
@@ -55,7 +55,7 @@ def read(src: Source) -> TextTable:
             rows.drop("torchtitan step line without a timestamp", n)
             continue
         rows.add(
-            n, step=float(step), t_end_s=ts, **({"rank": float(tag)} if tag is not None else {})
+            n, step=as_float(step), t_end_s=ts, **({"rank": float(tag)} if tag is not None else {})
         )
     rows.undecodable(bad)
     out = rows.table(src, "torchtitan '- root - INFO - step: N  loss:' line", EXAMPLE)

@@ -1,0 +1,83 @@
+"""``--world-size N``: job-level logs (one line per step for the whole job) as N ranks.
+
+Megatron-LM, Keras, single-process tf_cnn_benchmarks, MLPerf and ``trainer_state.json`` print one
+line per step for the whole job, with GLOBAL samples (global batch, job samples/s). Read alone,
+such a log is one rank whose throughput is the job's, so "per card" would be the job throughput.
+Given the number of data-parallel ranks N, :func:`spread` turns the one rank into N ranks
+0…N−1 that each carry the job's step times and ``samples / N`` (the per-card share), so the job
+throughput (Σ samples over ranks / step time) is unchanged and the per-card throughput is
+job / N. The N ranks are copies: the log cannot tell them apart, so no straggler can be found.
+Memory: N × the rows of the log (compact dtypes; 1000 ranks × 100 000 steps ≈ 4 GB).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from xpuperf.errors import InputError
+from xpuperf.readers.formats.table import JOB_LEVEL
+
+MAX_WORLD = 1_000_000
+"""Largest accepted --world-size (the topology model's limit too)."""
+
+
+def check(world_size: object) -> int | None:
+    """``world_size`` as an int ≥ 1, or None.
+
+    Raises:
+        InputError: not an integer in 1…MAX_WORLD.
+    """
+    if world_size is None:
+        return None
+    try:
+        n = int(world_size)  # type: ignore[call-overload]
+        ok = n == float(world_size) and 1 <= n <= MAX_WORLD  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise InputError(
+            f"world size must be a whole number of ranks in 1…{MAX_WORLD:,}, got {world_size!r}"
+        )
+    return n
+
+
+def is_job_level(notes: list[str]) -> bool:
+    """Whether a parsed log said its lines describe the whole job."""
+    return any(n.startswith(JOB_LEVEL) for n in notes)
+
+
+def spread(df: pd.DataFrame, n: int) -> pd.DataFrame:
+    """Rank-0 job-level rows → ``n`` ranks with per-card samples (see the module docstring)."""
+    m = len(df)
+    out = {}
+    for col in df.columns:
+        v = df[col].to_numpy()
+        out[col] = np.tile(v, n) if col != "rank" else np.repeat(np.arange(n, dtype=v.dtype), m)
+    res = pd.DataFrame(out)
+    if "samples" in res.columns:
+        res["samples"] = res["samples"].to_numpy(dtype=np.float64) / n
+    return res
+
+
+def note(n: int, had_samples: bool) -> str:
+    """The warning that replaces the job-level note once ``spread`` ran."""
+    share = (
+        f"samples per step = the log's global samples / {n}"
+        if had_samples
+        else "no samples in the log: pass --batch-size for throughput"
+    )
+    return (
+        f"job-level log read as {n:,} data-parallel ranks (--world-size {n}): {share}; the ranks "
+        "are copies of the one step line, so stragglers cannot be seen"
+    )
+
+
+def not_job_level(ranks: int, n: int) -> str | None:
+    """Warning when per-rank logs disagree with ``--world-size``; None when they agree."""
+    if ranks == n:
+        return None
+    return (
+        f"--world-size {n} given, but the logs hold {ranks:,} ranks of their own; kept the "
+        "ranks of the logs (--world-size applies to job-level logs only)"
+    )
