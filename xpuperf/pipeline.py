@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from xpuperf.analysis import analyze
 from xpuperf.analysis.results import AnalyzeResult
+from xpuperf.errors import InputError
 from xpuperf.readers import read_logs
 
 
@@ -22,6 +24,7 @@ def analyze_logs(
     batch_size: float | None = None,
     warmup: int | None = None,
     straggler_threshold: float = 0.05,
+    world_size: int | None = None,
 ) -> AnalyzeResult:
     """Read per-rank logs (and an optional single-card baseline) and analyse them.
 
@@ -32,11 +35,12 @@ def analyze_logs(
         batch_size: samples per rank per step when the logs do not say.
         warmup: leading steps to exclude (None = detect).
         straggler_threshold: slowdown fraction above which a rank is a straggler.
+        world_size: data-parallel ranks, for a job-level log (see :mod:`xpuperf.readers.world`).
 
     Raises:
         InputError: unreadable or unusable input (exit code 2 in the CLI).
     """
-    run = read_logs(paths, fmt=fmt, batch_size=batch_size)
+    run = read_logs(paths, fmt=fmt, batch_size=batch_size, world_size=world_size)
     warnings = list(run.warnings)
     base_table = None
     if baseline is not None:
@@ -51,3 +55,74 @@ def analyze_logs(
         sources=run.sources,
         read_warnings=warnings,
     )
+
+
+def analyze_inputs(
+    paths: Sequence[str | os.PathLike], **options: object
+) -> tuple[AnalyzeResult | None, object | None]:
+    """Like :func:`analyze_logs`, but NCCL_DEBUG=INFO logs among ``paths`` are welcome.
+
+    Files holding ``NCCL INFO`` lines are parsed as one job's NCCL log and diagnosed
+    (:func:`xpuperf.calibrate.nccllog_checks.diagnose`, findings XP650–XP659). A file named on
+    the command line that has NCCL lines but no step records is left out of the step analysis
+    (with a warning) instead of failing it. ``options`` are those of :func:`analyze_logs`.
+
+    Returns:
+        (result, nccl): ``result`` is None when only NCCL logs were given; ``nccl`` (an
+        ``NcclReport``) is None when no input has NCCL lines. When both exist the NCCL findings
+        are merged into ``result.findings`` and the report is ``result.nccl``.
+
+    Raises:
+        InputError: as :func:`analyze_logs` for the step logs; an unreadable NCCL log.
+    """
+    from xpuperf.calibrate.nccllog import has_nccl_lines
+    from xpuperf.calibrate.nccllog_checks import diagnose
+    from xpuperf.readers import FORMATS, SNIFFED_EXTENSIONS
+    from xpuperf.readers.paths import expand
+
+    wanted = set(SNIFFED_EXTENSIONS) | {e for f in FORMATS for e in f.extensions}
+    try:
+        found = [f.path for f in expand(paths, wanted)]
+    except InputError:
+        found = []  # read_logs below raises the same error with its own wording
+    nccl_files = [p for p in found if p.suffix.lower() != ".parquet" and has_nccl_lines(p)]
+    if not nccl_files:
+        return analyze_logs(paths, **options), None  # type: ignore[arg-type]
+    report = diagnose(nccl_files)
+    nccl_set = {p.resolve() for p in nccl_files}
+    step_paths = list(paths)
+    notes: list[str] = []
+    while True:
+        try:
+            result = analyze_logs(step_paths, **options)  # type: ignore[arg-type]
+            break
+        except InputError as exc:
+            bad = Path(exc.path).resolve() if exc.path else None
+            drop = [p for p in step_paths if bad is not None and Path(p).resolve() == bad]
+            if not drop or bad not in nccl_set:
+                if exc.path is None and {p.resolve() for p in found} <= nccl_set:
+                    return None, report
+                raise
+            step_paths = [p for p in step_paths if p not in drop]
+            why = "" if exc.message.startswith("cannot tell the format") else f" ({exc.message})"
+            notes.append(
+                f"{exc.path}: NCCL debug log without step records{why[:160]}; it is reported in "
+                "the NCCL section only"
+            )
+            if not step_paths:
+                return None, report
+    world = report.log.world
+    ranks = result.summary.ranks  # 1: a job-level log (one rank prints), nothing to compare
+    if world is not None and world.nranks and ranks > 1 and world.nranks != ranks:
+        notes.append(
+            f"the NCCL log has {world.nranks} ranks, the step logs {result.summary.ranks}: "
+            "check that they come from the same job"
+        )
+    skipped = {str(p) for p in nccl_files}
+    result.read_warnings = [
+        w for w in result.read_warnings
+        if not ("skipped the file" in w and w.split(": skipped the file")[0] in skipped)
+    ] + notes  # fmt: skip
+    result.nccl = report
+    result.findings = sorted([*result.findings, *report.findings], key=lambda f: -f.severity.rank)
+    return result, report

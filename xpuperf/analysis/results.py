@@ -209,6 +209,8 @@ class AnalyzeResult:
         rank_steps: DataFrame per (rank, step), all steps incl. warm-up: ``rank, step,
             step_time_s, work_s, warmup`` (bool) — for figures.
         read_warnings: reader warnings (rows skipped and why).
+        nccl: NCCL INFO lines found in the inputs (``calibrate.nccllog_checks.NcclReport``), or
+            None; set by :mod:`xpuperf.pipeline`, rendered by ``report/nccl_section.py``.
     """
 
     sources: list[str]
@@ -221,3 +223,4 @@ class AnalyzeResult:
     job_steps: pd.DataFrame
     rank_steps: pd.DataFrame
     read_warnings: list[str] = field(default_factory=list)
+    nccl: object | None = None

@@ -22,8 +22,10 @@ import pandas as pd
 
 from xpuperf.calibrate import checks
 from xpuperf.calibrate.fit import MAX_LINES, Fit, fit_frame
+from xpuperf.calibrate.nccllog import has_nccl_lines
+from xpuperf.calibrate.nccllog_checks import diagnose
 from xpuperf.calibrate.nccltests import TableInfo, read_nccl_tests
-from xpuperf.errors import UsageError
+from xpuperf.errors import InputError, UsageError
 from xpuperf.findings import Finding
 from xpuperf.topology.model import Cluster
 
@@ -41,6 +43,8 @@ class CalibrationResult:
         findings: XP6xx findings, most severe first.
         warnings: reader and fit warnings (value, threshold, remedy).
         measurement: which timing was fitted; topology: its path or preset name, if given.
+        nccl: one ``NcclReport`` per file that also holds NCCL INFO lines (their XP65x findings
+            are in ``findings``).
     """
 
     fits: list[Fit]
@@ -50,6 +54,7 @@ class CalibrationResult:
     warnings: list[str] = field(default_factory=list)
     measurement: str = "best"
     topology: str | None = None
+    nccl: list = field(default_factory=list)
 
 
 def calibrate_files(
@@ -87,7 +92,13 @@ def calibrate_files(
     frames, tables, warnings = [], [], []
     offset = 0
     for f in files:
-        res = read_nccl_tests(f, collective=collective)
+        try:
+            res = read_nccl_tests(f, collective=collective)
+        except InputError as exc:
+            if not has_nccl_lines(f):
+                raise
+            hint = "; it holds NCCL INFO lines only: `xpuperf analyze FILE` reports on them"
+            raise InputError(exc.message + hint, exc.path, exc.line) from exc
         fr = res.frame.copy()
         fr["table"] = fr["table"] + offset
         offset += len(res.tables)
@@ -119,6 +130,11 @@ def calibrate_files(
     for fit in fits:
         findings += checks.fit_findings(fit)
     result = CalibrationResult(fits, tables, frame, findings, warnings, measurement)
+    for f in files:  # NCCL_DEBUG=INFO lines around the tables (corpus 16, 19): XP650–XP659
+        if has_nccl_lines(f):
+            report = diagnose([f])
+            result.nccl.append(report)
+            result.findings += report.findings
     if cluster is not None:
         add_topology_findings(result, cluster, topology_name)
     result.findings.sort(key=lambda f: (-f.severity.rank, f.code))

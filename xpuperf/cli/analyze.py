@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -47,6 +48,14 @@ def analyze(
     warmup: Annotated[
         int | None, typer.Option(min=0, help="Exclude this many leading steps (default: detect).")
     ] = None,
+    world_size: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Data-parallel ranks of the job, for logs that print job-level throughput only "
+            "(Megatron-LM, trainer_state.json, …): per-card = global / N.",
+        ),
+    ] = None,
     straggler_threshold: Annotated[
         float, typer.Option(min=0.0, help="Slowdown fraction above which a rank is a straggler.")
     ] = 0.05,
@@ -74,11 +83,24 @@ def analyze(
         ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary.")] = False,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            help="pandas or dask: the engine reading a dataset written by `xpuperf ingest` "
+            "(default pandas). See docs/scale.md."
+        ),
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(help="Dask scheduler address (tcp://HOST:8786); default: a LocalCluster."),
+    ] = None,
 ) -> None:
     """Find stragglers, FPS jitter and the compute/non-compute split in per-rank step logs."""
     # imported here so that `xpuperf --help` and other subcommands skip pandas/scipy start-up
     from xpuperf import gates as gt
-    from xpuperf.pipeline import analyze_logs
+    from xpuperf.cli.progress import read_progress
+    from xpuperf.engine import analyze_dataset, dataset_input
+    from xpuperf.pipeline import analyze_inputs
     from xpuperf.report.json_report import render_json, to_dict
     from xpuperf.report.terminal import render_terminal
 
@@ -102,14 +124,35 @@ def analyze(
             raise UsageError(f"{flag} path is empty; give a file name")
         if out and out != "-":
             check_not_input(out, existing)
-    result = analyze_logs(
-        logs,
-        baseline=baseline,
-        fmt=fmt,
-        batch_size=batch_size,
-        warmup=warmup,
-        straggler_threshold=straggler_threshold,
-    )
+    dataset = dataset_input(logs, engine, scheduler)  # `xpuperf ingest` output: an engine reads it
+    with read_progress(err, [] if dataset else logs, quiet):
+        if dataset is not None:
+            result, nccl = (
+                analyze_dataset(
+                    dataset,
+                    engine=engine or "pandas",
+                    scheduler=scheduler,
+                    baseline=baseline,
+                    fmt=fmt,
+                    batch_size=batch_size,
+                    warmup=warmup,
+                    straggler_threshold=straggler_threshold,
+                ),
+                None,
+            )
+        else:
+            result, nccl = analyze_inputs(
+                logs,
+                baseline=baseline,
+                fmt=fmt,
+                batch_size=batch_size,
+                warmup=warmup,
+                straggler_threshold=straggler_threshold,
+                world_size=world_size,
+            )
+    if result is None:  # only NCCL debug logs: the NCCL report alone
+        _nccl_only(nccl, json_out, html_out, md_out, quiet, gates, err)
+        return
     for w in result.read_warnings:
         err.print("warning: " + safe(w))
     if json_out == "-":
@@ -133,21 +176,33 @@ def analyze(
         gt.enforce(outcome)
 
 
+def _nccl_only(nccl, json_out, html_out, md_out, quiet, gates, err: Console) -> None:
+    """Inputs with NCCL INFO lines and no step records: NCCL section, its JSON and gates."""
+    from xpuperf import gates as gt
+    from xpuperf.report.nccl_section import nccl_only_document, render_nccl
+
+    for flag, out in (("--html", html_out), ("--markdown", md_out)):
+        if out:
+            err.print(f"warning: {flag} skipped: the inputs hold NCCL lines but no step records")
+    doc = nccl_only_document(nccl)
+    if json_out:
+        text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
+        sys.stdout.write(text) if json_out == "-" else write_text_atomic(json_out, text)
+    if not quiet and json_out != "-":
+        render_nccl(nccl, out_console())
+    if gates:
+        gt.enforce(gt.evaluate(gates, doc))
+
+
 def write_ci_outputs(result: AnalyzeResult, md_out: str | None, err: Console) -> None:
     """Markdown to ``md_out`` and ``$GITHUB_STEP_SUMMARY``; annotations on stderr in Actions."""
     from xpuperf.report.markdown import github_annotations, render_markdown
+    from xpuperf.report.output import write_markdown_outputs
 
-    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if md_out or summary_path:
-        text = render_markdown(result)
-        if md_out:
-            write_text_atomic(md_out, text)
-        if summary_path:
-            try:
-                with Path(summary_path).open("a", encoding="utf-8") as fh:
-                    fh.write(text)
-            except OSError as e:
-                err.print(f"warning: cannot append to $GITHUB_STEP_SUMMARY: {e}", markup=False)
+    if md_out or os.environ.get("GITHUB_STEP_SUMMARY"):
+        warning = write_markdown_outputs(render_markdown(result), md_out)
+        if warning:
+            err.print(f"warning: {warning}", markup=False)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(result):
             print(line, file=sys.stderr)

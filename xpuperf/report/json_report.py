@@ -7,7 +7,8 @@ Schema ``xpuperf.analyze/1``. Keys CI jobs may rely on (a contract; additions on
 ``jitter.p99_over_p50``, ``stragglers[]`` (``rank``, ``node``, ``kind``, ``slowdown``,
 ``cost_fraction``), ``breakdown.{compute,comm,data,other}_fraction``, ``breakdown.source``,
 ``breakdown.speedup`` (null without a baseline), ``findings[]`` (``code``, ``severity``,
-``message``). NaN and infinities become null.
+``message``). NaN and infinities become null. ``nccl`` (only when an input has NCCL INFO
+lines): see :mod:`xpuperf.report.nccl_section`.
 """
 
 from __future__ import annotations
@@ -88,6 +89,10 @@ def to_dict(result: AnalyzeResult) -> dict[str, Any]:
         # per steady step: step, step_time_s, fps, spike — for `xpuperf compare` on saved JSON
         "job_steps": result.job_steps,
     }
+    if result.nccl is not None:  # NCCL INFO lines in the inputs: report/nccl_section.py
+        from xpuperf.report.nccl_section import to_dict as nccl_dict
+
+        doc["nccl"] = nccl_dict(result.nccl)  # type: ignore[arg-type]
     return _clean(doc)
 
 

@@ -105,6 +105,10 @@ def render_terminal(result: AnalyzeResult, console: Console) -> None:
     elif sr is not None:
         console.print(f"stragglers: none (work = {sr.work_source}, {sr.n_steps} steps)")
 
+    if result.nccl is not None:
+        from xpuperf.report.nccl_section import render_nccl
+
+        render_nccl(result.nccl, console, findings=False)  # its findings are listed below
     if result.findings:
         console.print("[bold]findings[/]")
         for f in result.findings:

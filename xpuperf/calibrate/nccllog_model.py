@@ -1,0 +1,146 @@
+"""Plain records of a parsed NCCL INFO log (:mod:`xpuperf.calibrate.nccllog` fills them).
+
+Ranks are NCCL ranks of a communicator; hosts come from NCCL's ``host:pid:tid`` line prefix;
+bandwidths in GB/s as NCCL prints them (``bw_*_GBps``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+RING_PATTERN = 4
+"""NCCL_TOPO_PATTERN_RING (NCCL ``src/graph/topo.h``)."""
+
+
+@dataclass
+class RankInfo:
+    """One rank of a communicator: host (None when no line names it), CUDA device, bus id."""
+
+    rank: int
+    host: str | None = None
+    pid: int | None = None
+    cuda_dev: int | None = None
+    bus_id: str | None = None
+    host_inferred: bool = False
+
+
+@dataclass
+class Connection:
+    """A transport NCCL set up for one channel from ``src`` to ``dst`` (ranks).
+
+    ``via`` is the text after ``via`` (``P2P/IPC/read``, ``NET/IB/0/GDRDMA``…); ``kind`` its
+    first word (``P2P``, ``SHM``, ``NET``, ``COLLNET``…); ``net`` the network name for NET
+    (``IB``, ``Socket``, ``AWS Libfabric``…); ``gdr`` whether GPUDirect RDMA is used.
+    """
+
+    channel: int
+    src: int
+    dst: int
+    via: str
+    kind: str
+    net: str | None
+    gdr: bool
+    line: int
+
+    @property
+    def label(self) -> str:
+        """``via`` without device numbers: ``NET/IB/GDRDMA``, ``P2P/IPC/read``, ``SHM/direct``."""
+        if self.kind == "NET":
+            return f"NET/{self.net}" + ("/GDRDMA" if self.gdr else "")
+        parts = [p for p in self.via.split("/") if not re.fullmatch(r"\d+(\(\d+\))?", p)]
+        return "/".join(parts[:3])
+
+
+@dataclass
+class GraphSearch:
+    """A ``Pattern …`` line: NCCL's topology search result (pattern 4 = ring)."""
+
+    pattern: int
+    cross_nic: int
+    n_channels: int
+    bw_intra_GBps: float  # noqa: N815 (unit in the name)
+    bw_inter_GBps: float  # noqa: N815 (unit in the name)
+    type_intra: str
+    type_inter: str
+    same_channels: int
+    host: str | None
+    line: int
+
+
+@dataclass
+class Comm:
+    """One communicator as seen in the log.
+
+    Attributes:
+        key: ``commId 0x…`` when NCCL prints it, else ``nranks N``.
+        nranks, nnodes, local_ranks: from the comm lines (None when not printed).
+        ranks: rank → :class:`RankInfo`.
+        rings: channel → ring order (list of ranks); ``n_channels`` from ``N coll channels`` or
+            the ``/NN`` of the ring lines.
+        trees: (rank, channel) → (children, parent), ``-1`` = none.
+        connections: (channel, src, dst, via) → :class:`Connection`, each once.
+        searches: graph search lines; ``fallbacks``: (pattern, line) of "simple order" lines.
+    """
+
+    key: str
+    nranks: int | None = None
+    nnodes: int | None = None
+    local_ranks: int | None = None
+    ranks: dict[int, RankInfo] = field(default_factory=dict)
+    rings: dict[int, list[int]] = field(default_factory=dict)
+    n_channels: int | None = None
+    trees: dict[tuple[int, int], tuple[list[int], int]] = field(default_factory=dict)
+    connections: dict[tuple[int, int, int, str], Connection] = field(default_factory=dict)
+    searches: list[GraphSearch] = field(default_factory=list)
+    fallbacks: list[tuple[int, int]] = field(default_factory=list)
+
+    def host_of(self, rank: int) -> str | None:
+        info = self.ranks.get(rank)
+        return info.host if info else None
+
+    @property
+    def hosts(self) -> list[str]:
+        """Distinct hosts in rank order (inferred ones included)."""
+        seen: dict[str, None] = {}
+        for r in sorted(self.ranks):
+            h = self.ranks[r].host
+            if h is not None:
+                seen.setdefault(h, None)
+        return list(seen)
+
+
+@dataclass
+class NcclLog:
+    """What one or more NCCL INFO streams say (several files of one job are merged).
+
+    Attributes:
+        sources: files read; ``info_lines``: NCCL INFO lines seen.
+        version, cuda: ``2.9.9``, ``cuda11.2`` (None when not printed).
+        comms: communicators, largest (the world) first.
+        network: what ``Using network X`` names (``IB``, ``Socket``, ``AWS Libfabric``…).
+        ib_devices: RDMA devices (``mlx5_0``…) NCCL listed; ``ib_none``: a "No device found".
+        socket_ifs: interfaces of ``NET/Socket : Using``; ``provider``: libfabric provider.
+        gdr_enabled / gdr_disabled: (text after "for", host, line) of GPUDirect RDMA lines.
+        env: NCCL variable → (value, line) as NCCL echoed it.
+        hosts: every host named by a prefix.
+    """
+
+    sources: list[str] = field(default_factory=list)
+    info_lines: int = 0
+    version: str | None = None
+    cuda: str | None = None
+    comms: list[Comm] = field(default_factory=list)
+    network: list[str] = field(default_factory=list)
+    ib_devices: list[str] = field(default_factory=list)
+    ib_none: bool = False
+    socket_ifs: list[str] = field(default_factory=list)
+    provider: str | None = None
+    gdr_enabled: list[tuple[str, str | None, int]] = field(default_factory=list)
+    gdr_disabled: list[tuple[str, str | None, int]] = field(default_factory=list)
+    env: dict[str, tuple[str, int]] = field(default_factory=dict)
+    hosts: list[str] = field(default_factory=list)
+
+    @property
+    def world(self) -> Comm | None:
+        return self.comms[0] if self.comms else None
