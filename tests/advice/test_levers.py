@@ -58,11 +58,20 @@ def test_no_fixes_for_one_card(pcie: Planner) -> None:
 
 
 def test_input_fix_when_input_is_slow() -> None:
+    # input_time_s alone = one background worker: 0.12 s per batch against a ≈ 0.1 s step
     pl = Planner(preset("dgx-a100", 2), model("resnet50"), 0.1)
-    fix = next(f for f in rank_fixes(pl, 16, Settings(input_time_s=0.12)) if f.lever == "input")
-    assert fix.speedup_before == pytest.approx(0.1 / pl.point(16, Settings(input_time_s=0.12))
-                                               .step_time_s)  # fmt: skip
-    assert "cannot hide" in fix.reason
+    s = Settings(input_time_s=0.12)
+    fixes = {f.lever: f for f in rank_fixes(pl, 16, s)}
+    fix = fixes["workers"]
+    assert fix.value == 2  # 2 workers: 60 ms per batch < the step; the smallest that suffices
+    assert "num_workers=2" in fix.setting
+    # speedup = T_compute / step(16): the 16-card step without input, REST ≈ 0.1003 s (< 0.12),
+    # today waits for the 0.12 s batch → 0.1 / 0.12; with 2 workers nothing stalls → 0.1 / REST
+    rest = pl.point(16, Settings()).step_time_s
+    assert rest < 0.12
+    assert fix.speedup_before == pytest.approx(0.1 / 0.12)
+    assert fix.speedup_after == pytest.approx(0.1 / rest)
+    assert "input" not in fixes  # a setting already removes the stall: no what-if
 
 
 def test_framework_units() -> None:
@@ -79,3 +88,12 @@ def test_make_plan_target_defaults_to_largest() -> None:
     r = make_plan(preset("dgx-a100", 8), model("resnet50"), 0.1, cards=[1, 8, 64])
     assert r.target_cards == 64
     assert [p.cards for p in r.estimate.points] == [1, 8, 64]
+
+
+def test_slow_card_fix(pcie: Planner) -> None:
+    s = Settings(slowest_factor=1.15)  # a card 15 % slower: 0.06 s of the 0.4 s step
+    fix = next(f for f in rank_fixes(pcie, 64, s) if f.lever == "straggler")
+    assert pcie.point(64, s).straggler_s == pytest.approx(0.15 * 0.4)
+    assert fix.speedup_after == pytest.approx(pcie.point(64, Settings()).speedup)
+    assert fix.gain > 0
+    assert "xpuperf analyze" in fix.setting

@@ -30,11 +30,17 @@ def test_no_arguments_runs_the_bundled_1024_card_example(capsys) -> None:
     assert code == 0
     doc = json.loads(out)
     assert doc["schema"] == "xpuperf.plan/1"
-    assert doc["cluster"] == {"name": "dgx-a100", "cards_per_node": 8}
-    assert doc["workload"]["name"] == "resnet50"
+    assert doc["cluster"] == {"name": "pcie-8gpu", "cards_per_node": 8}
+    assert doc["workload"]["name"] == "bert_large"
+    assert doc["settings"]["bucket_mb"] == 4.0
     assert [r["cards"] for r in doc["scaling"]] == [1, 8, 16, 32, 64, 128, 256, 512, 1024]
     first = doc["scaling"][0]
-    assert first["speedup"] == 1.0
+    # speedup = T_compute / step: one card waits for the batch made in the training process
+    # (0.12 s) and the blocking pageable copy of 0.524288 MB, half from the remote socket
+    # (unbound, 2 NUMA nodes): 2 × 0.524288e6 × (0.5 / 12e9 + 0.5 / 10e9) = 96.1 µs
+    sync = 2 * 0.524288e6 * (0.5 / 12e9 + 0.5 / 10e9)
+    assert first["breakdown"]["input_stall_s"] == pytest.approx(0.12 + sync)
+    assert first["speedup"] == pytest.approx(0.4 / (0.4 + 0.12 + sync))
     assert set(first["breakdown"]) == {"compute_s", "exposed_comm_s", "input_stall_s",
                                        "straggler_s", "other_s"}  # fmt: skip
     for row in doc["scaling"]:
@@ -42,6 +48,21 @@ def test_no_arguments_runs_the_bundled_1024_card_example(capsys) -> None:
         assert sum(row["breakdown"].values()) == pytest.approx(row["step_time_s"])
     assert doc["target_cards"] == 1024
     assert any("example" in n for n in doc["notes"])
+    # a realistic case with several fixes worth doing (docs/plan.md §11)
+    last = doc["scaling"][-1]
+    assert last["breakdown"]["input_stall_s"] > 0.1  # num_workers=0: 0.12 s per batch
+    assert last["speedup"] < 0.9
+    big = {f["lever"] for f in doc["fixes"] if f["gain"] >= 0.02}
+    # one loader worker takes the 0.12 s batch off the step (only the copy stays): best fix,
+    # 0.4 / step → 0.4 / (step − 0.12), below 1.0
+    workers = doc["fixes"][0]
+    assert workers["lever"] == "workers"
+    assert workers["speedup_before"] == pytest.approx(0.4 / last["step_time_s"])
+    assert workers["speedup_after"] == pytest.approx(0.4 / (last["step_time_s"] - 0.12))
+    assert all(f["speedup_after"] < 1.0 for f in doc["fixes"])
+    assert {"workers", "fp16-allreduce", "nic-per-card", "algorithm", "bucket"} <= big
+    assert "numa-binding" in {f["lever"] for f in doc["fixes"]}
+    assert any("example input" in n for n in doc["notes"])
 
 
 def test_fixes_in_json(capsys) -> None:

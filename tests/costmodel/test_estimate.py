@@ -108,8 +108,14 @@ def test_interleaved_ring_is_slower() -> None:
 def test_input_stall_and_stragglers() -> None:
     pl = Planner(preset("dgx-a100", 2), model("resnet50"), 0.1)
     p = pl.point(16, Settings(input_time_s=0.13))
-    assert p.input_stall_s == pytest.approx(0.03)  # max(0, P − T_compute), formulas.md §5
-    assert pl.point(1, Settings(input_time_s=0.13)).speedup == 1.0
+    rest = p.step_time_s - p.input_stall_s  # C: the step without its stall (input.py)
+    assert 0.1 < rest < 0.13
+    assert p.input_stall_s == pytest.approx(0.13 - rest)  # max(0, P − C), formulas.md §5
+    # one card waits 0.03 s per step for a 0.13 s batch: compute / (compute + stall) = 0.1 / 0.13
+    one = pl.point(1, Settings(input_time_s=0.13))
+    assert one.input_stall_s == pytest.approx(0.03)
+    assert one.speedup == pytest.approx(0.1 / 0.13)
+    assert p.speedup == pytest.approx(0.1 / p.step_time_s)
     q = pl.point(16, Settings(compute_cv=0.05))
     assert q.straggler_s == pytest.approx(0.1 * 0.05 * scale.expected_max_std_normal(16))
     r = pl.point(16, Settings(slowest_factor=1.1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from xpuperf.costmodel import overlap as ov
@@ -112,3 +113,47 @@ def test_bad_inputs() -> None:
         ov.ddp_buckets([1.0], bucket_cap_mb=0)
     with pytest.raises(CostModelError):
         ov.ddp_buckets([-1.0])
+
+
+def _walk_from_zero(work: float, busy: list[tuple[float, float]], sigma: float) -> float:
+    """The definition: walk the communication intervals from t = 0 for every query."""
+    t, done, rate = 0.0, 0.0, 1.0 / (1.0 + sigma)
+    for a, b in busy:
+        if a > t:
+            if done + (a - t) >= work:
+                return t + (work - done)
+            done, t = done + (a - t), a
+        seg = b - max(a, t)
+        if seg > 0:
+            if done + seg * rate >= work:
+                return t + (work - done) / rate
+            done, t = done + seg * rate, b
+    return t + (work - done)
+
+
+def _fifo_from_zero(ready, comm, t_b, sigma):
+    busy, ends, prev = [], [], 0.0
+    for r, c in zip(ready, comm, strict=True):
+        start = max(_walk_from_zero(r, busy, sigma), prev)
+        prev = start + c
+        ends.append(prev)
+        if c > 0:
+            busy.append((start, prev))
+    return ends, _walk_from_zero(t_b, busy, sigma)
+
+
+@pytest.mark.parametrize("sigma", [0.02, 0.15, 1.0])
+def test_incremental_clock_equals_walking_from_zero(sigma: float) -> None:
+    # 150 buckets, some with no communication, gaps and back-to-back runs: bit-identical ends
+    rng = np.random.default_rng(7)
+    ready = np.sort(rng.uniform(0, 0.3, 150)).tolist()
+    comm = (rng.exponential(0.004, 150) * (rng.random(150) > 0.1)).tolist()
+    r = ov.overlap(ready, comm, 0.3, slowdown=sigma)
+    ends, bwd_end = _fifo_from_zero(ready, comm, 0.3, sigma)
+    assert list(r.end_s) == ends
+    assert r.backward_end_s == bwd_end
+    clock = ov._Clock(sigma)  # a query earlier than the last one walks from 0 again
+    clock.busy += [(0.0, 0.1), (0.2, 0.3)]
+    assert [clock.wall(x) for x in (0.25, 0.05, 0.3)] == [
+        _walk_from_zero(x, clock.busy, sigma) for x in (0.25, 0.05, 0.3)
+    ]

@@ -87,3 +87,41 @@ def test_names_and_errors() -> None:
         w.dtype_bytes("fp8")
     with pytest.raises(CostModelError):
         w.even_split(0)
+
+
+# torchvision weights metadata "_ops" (GFLOPS, counted as multiply-accumulates of conv and
+# linear layers at 224×224, Inception-v3 at 299×299)
+TORCHVISION_GMACS = {
+    "resnet50": 4.089,
+    "resnet101": 7.801,
+    "resnet152": 11.514,
+    "vgg16": 15.470,
+    "alexnet": 0.714,
+    "inception_v3": 5.713,
+}
+
+
+@pytest.mark.parametrize(("name", "gmacs"), sorted(TORCHVISION_GMACS.items()))
+def test_forward_macs_match_torchvision(name: str, gmacs: float) -> None:
+    assert w.model(name).forward_macs / 1e9 == pytest.approx(gmacs, abs=0.0005)
+
+
+def test_vgg16_backward_compute_by_hand() -> None:
+    """VGG-16 backward in backward order: the three FC layers come first and carry 2 × their
+    MACs (dgrad + wgrad) = 2 × 123,642,856; the first conv (3→64, 224², 1,728·50,176 =
+    86,704,128 MACs) has no dgrad. Share of the FC layers = 2·123.6 M / (2·15.470 G − 86.7 M)."""
+    wl = w.model("vgg16")
+    fc = 25088 * 4096 + 4096 * 4096 + 4096 * 1000
+    conv1 = 64 * 3 * 9 * 224 * 224
+    per = wl.backward_compute_s(1.0)
+    assert sum(per) == pytest.approx(1.0)
+    assert sum(per[:6]) == pytest.approx(2 * fc / (2 * wl.forward_macs - conv1))
+    assert sum(per[:6]) < 0.01  # 90 % of the gradient bytes, < 1 % of the backward compute
+    assert per[-1] == pytest.approx(conv1 / (2 * wl.forward_macs - conv1))  # features.0.weight
+    assert per[0] == 0.0  # classifier.6.bias: ready as soon as backward starts
+
+
+def test_transformers_keep_size_proportional_readiness() -> None:
+    # linear layers do params MACs per token: compute ∝ size already (embeddings aside)
+    assert w.model("bert_large").backward_compute_s(1.0) is None
+    assert w.even_split(1000).backward_compute_s(1.0) is None

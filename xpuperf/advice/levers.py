@@ -2,11 +2,15 @@
 
 Levers (background.md "The levers"): bucket size (sweep 1–512 MiB), collective algorithm
 (including NCCL's own default choice when the plan assumes the best), hierarchical allreduce on/off,
-ring order (node-contiguous vs the order in effect), NIC per card (a hardware what-if), input
-pipeline (when an input time is modelled), and fp16 gradient allreduce — the only lever that
-changes the math of training, flagged ``changes_math`` and said in its reason (background.md
-rule 1). Every speedup comes from :meth:`~xpuperf.costmodel.estimate.Planner.point`; a fix's
-``gain`` = speedup_after − speedup_before (speedup points, 0.05 = 5 points).
+ring order (node-contiguous vs the order in effect), NIC per card (a hardware what-if), the input
+levers when an input pipeline is modelled (loader workers, prefetch depth, pinned memory, NUMA
+binding, a faster pipeline: :mod:`xpuperf.advice.input_levers`), a deterministic slow card
+(measured by ``--from-log``), and fp16 gradient allreduce —
+the only lever that changes the math of training, flagged ``changes_math`` and said in its
+reason (background.md rule 1). Every speedup comes from
+:meth:`~xpuperf.costmodel.estimate.Planner.point`; a fix's ``gain`` = speedup_after −
+speedup_before (speedup points, 0.05 = 5 points); speedups are T_compute / step at N, so input
+fixes (which change one card's step too) rank on the same scale as the others.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from xpuperf.advice import settings as st
+from xpuperf.advice.input_levers import TIE, input_fixes
 from xpuperf.costmodel import comm
 from xpuperf.costmodel.estimate import Planner, Point, Settings
 
@@ -31,12 +36,14 @@ class Fix:
     Attributes:
         name: short title (``"bucket size"``, ``"collective algorithm"``, …).
         lever: the lever searched (``bucket``, ``algorithm``, ``hierarchical``, ``ring-order``,
-            ``nic-per-card``, ``input``, ``fp16-allreduce``).
+            ``nic-per-card``, ``workers``, ``prefetch``, ``pinned``, ``numa-binding``, ``input``,
+            ``straggler``, ``fp16-allreduce``).
         setting: what to write in the user's framework.
         speedup_before, speedup_after: at ``cards``; gain = after − before.
         reason: one sentence.
         changes_math: True when the fix changes the numerics of training.
         value: the lever's chosen value (bucket MiB, algorithm name, …).
+        applied: the plan's settings with this fix applied (None: not recorded).
     """
 
     name: str
@@ -48,6 +55,7 @@ class Fix:
     reason: str
     changes_math: bool = False
     value: object = None
+    applied: Settings | None = None
 
     @property
     def gain(self) -> float:
@@ -62,7 +70,7 @@ def _best(planner: Planner, cards: int, variants: list[tuple[object, Settings]])
 
 def _bucket(planner: Planner, cards: int, s: Settings, base: Point) -> Fix | None:
     variants = [(mb, replace(s, bucket_mb=mb)) for mb in BUCKET_SWEEP_MB]
-    pt, mb, _ = _best(planner, cards, variants)
+    pt, mb, applied = _best(planner, cards, variants)
     current = s.bucket_mb or DEFAULT_BUCKET_MB.get(s.framework)
     now = f"{current:g} MiB" if current else "the framework default"
     if s.framework == "tensor":
@@ -72,7 +80,7 @@ def _bucket(planner: Planner, cards: int, s: Settings, base: Point) -> Fix | Non
         f"{base.n_buckets}) against overlap with backward; today: {now}"
     )
     return Fix("bucket size", "bucket", st.bucket_setting(s.framework, float(mb), s.dtype), cards,
-               base.speedup, pt.speedup, why, value=mb)  # fmt: skip
+               base.speedup, pt.speedup, why, value=mb, applied=applied)  # fmt: skip
 
 
 def _algorithm(planner: Planner, cards: int, s: Settings, base: Point) -> list[Fix]:
@@ -87,75 +95,81 @@ def _algorithm(planner: Planner, cards: int, s: Settings, base: Point) -> list[F
         before, now = base, f"today: {s.algorithm}"
     current_2d = (s.algorithm if s.algorithm != "auto" else base.algorithm).startswith("2d")
     fixes = []
-    pf, af, _ = _best(planner, cards, [(a, replace(s, algorithm=a)) for a in flat])
+    pf, af, sf = _best(planner, cards, [(a, replace(s, algorithm=a)) for a in flat])
     if not current_2d:
         why = f"{now}; the model ranks {af} first among flat algorithms at {cards} cards"
         fixes.append(Fix("collective algorithm", "algorithm", st.algorithm_setting(af), cards,
-                         before.speedup, pf.speedup, why, value=af))  # fmt: skip
+                         before.speedup, pf.speedup, why, value=af, applied=sf))  # fmt: skip
     if cards > planner.g and two_d:
-        ph, ah, _ = _best(planner, cards, [(a, replace(s, algorithm=a)) for a in two_d])
+        ph, ah, sh = _best(planner, cards, [(a, replace(s, algorithm=a)) for a in two_d])
         on = not current_2d
-        pick, a_pick = (ph, ah) if on else (pf, af)
+        pick, a_pick, s_pick = (ph, ah, sh) if on else (pf, af, sf)
         why = (
             f"hierarchical {'on' if on else 'off'}: {ah} reaches speedup {ph.speedup:.3f}, the "
             f"best flat algorithm ({af}) {pf.speedup:.3f}; {now}"
         )
         fixes.append(Fix(f"hierarchical allreduce {'on' if on else 'off'}", "hierarchical",
                          st.algorithm_setting(a_pick), cards, before.speedup, pick.speedup, why,
-                         value=a_pick))  # fmt: skip
+                         value=a_pick, applied=s_pick))  # fmt: skip
     return fixes
 
 
 def _ring_order(planner: Planner, cards: int, s: Settings, base: Point) -> Fix | None:
     if s.ring_order == "node-contiguous" or cards <= planner.g:
         return None
-    pt = planner.point(cards, replace(s, ring_order="node-contiguous"))
+    applied = replace(s, ring_order="node-contiguous")
+    pt = planner.point(cards, applied)
     why = (
         f"with the {s.ring_order} order every ring step crosses a NIC; node-contiguous order "
         "crosses nodes only 2(M−1) times and gives each ring edge all of a node's NICs"
     )
     return Fix("ring order", "ring-order", st.ring_order_setting(), cards, base.speedup,
-               pt.speedup, why, value="node-contiguous")  # fmt: skip
+               pt.speedup, why, value="node-contiguous", applied=applied)  # fmt: skip
 
 
 def _nic(planner: Planner, cards: int, s: Settings, base: Point) -> Fix | None:
     lv = planner.levels(cards, s)
     if s.nic_per_card or cards <= planner.g or lv.card_net_bw_GBps >= lv.leader_net_bw_GBps:
         return None
-    pt = planner.point(cards, replace(s, nic_per_card=True))
+    applied = replace(s, nic_per_card=True)
+    pt = planner.point(cards, applied)
     why = (
         f"cards share NICs ({lv.card_net_bw_GBps:g} GB/s per card when all send); one NIC per "
         f"card gives each {lv.leader_net_bw_GBps:g} GB/s (EFLOPS design) — a hardware change"
     )
     return Fix("NIC per card", "nic-per-card", st.nic_setting(planner.g), cards, base.speedup,
-               pt.speedup, why, value=planner.g)  # fmt: skip
+               pt.speedup, why, value=planner.g, applied=applied)  # fmt: skip
 
 
-def _input(planner: Planner, cards: int, s: Settings, base: Point) -> Fix | None:
-    if s.input_time_s is None or base.input_stall_s <= 0:
+def _straggler(planner: Planner, cards: int, s: Settings, base: Point) -> Fix | None:
+    if s.slowest_factor <= 1.0:
         return None
-    pt = planner.point(cards, replace(s, input_time_s=None))
-    one = planner.step_time_s  # speedups here are against one card's compute without a stall
-    before, after = one / base.step_time_s, one / pt.step_time_s
+    applied = replace(s, slowest_factor=1.0)
+    pt = planner.point(cards, applied)
     why = (
-        f"input takes {s.input_time_s:.3g} s per step against {one:.3g} s of compute: a deficit "
-        f"of {base.input_stall_s:.3g} s that prefetching cannot hide (formulas.md §5; speedups "
-        "against one card's compute alone, since one card stalls too)"
+        f"every step waits for the slowest card, {s.slowest_factor - 1:.1%} slower than the "
+        "median one (a deterministic straggler: step ≥ slowest card's compute, formulas.md §6)"
     )
-    return Fix("input pipeline", "input", st.input_setting(s.input_time_s, one), cards, before,
-               after, why, value=one)  # fmt: skip
+    setting = (
+        "find the slow rank (xpuperf analyze on the run's logs) and repair or exclude its card "
+        "(clocks/thermals, PCIe link width, CPU affinity, a noisy neighbour)"
+    )
+    return Fix("slow card", "straggler", setting, cards, base.speedup, pt.speedup, why,
+               value=1.0, applied=applied)  # fmt: skip
 
 
 def _fp16(planner: Planner, cards: int, s: Settings, base: Point) -> Fix | None:
     if s.dtype != "fp32" or cards == 1:
         return None
-    pt = planner.point(cards, replace(s, dtype="fp16"))
+    applied = replace(s, dtype="fp16")
+    pt = planner.point(cards, applied)
     why = (
         "allreducing gradients in fp16 halves the bytes — CHANGES THE MATH of training "
         "(gradient precision); check convergence before adopting it"
     )
     return Fix("fp16 gradient allreduce", "fp16-allreduce", st.fp16_setting(s.framework), cards,
-               base.speedup, pt.speedup, why, changes_math=True, value="fp16")  # fmt: skip
+               base.speedup, pt.speedup, why, changes_math=True, value="fp16",
+               applied=applied)  # fmt: skip
 
 
 def rank_fixes(planner: Planner, cards: int, settings: Settings | None = None) -> list[Fix]:
@@ -167,6 +181,13 @@ def rank_fixes(planner: Planner, cards: int, settings: Settings | None = None) -
         return []
     found: list[Fix | None] = [_bucket(planner, cards, s, base)]
     found += _algorithm(planner, cards, s, base)
-    found += [f(planner, cards, s, base) for f in (_ring_order, _nic, _input, _fp16)]
+    found += [f(planner, cards, s, base) for f in (_ring_order, _nic, _straggler, _fp16)]
+    found += _keep_input(input_fixes(planner, cards, s, base))
     fixes = [f for f in found if f is not None and f.gain >= MIN_GAIN]
     return sorted(fixes, key=lambda f: (-round(f.gain, 6), f.changes_math, f.name))
+
+
+def _keep_input(fixes: list[Fix]) -> list[Fix]:
+    """Drop the "faster input pipeline" what-if when a setting already gains as much."""
+    best = max((f.gain for f in fixes if f.lever != "input"), default=float("-inf"))
+    return [f for f in fixes if f.lever != "input" or f.gain > best + TIE]

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from xpuperf.advice.curves import FixCurves, fix_curves
 from xpuperf.advice.levers import Fix, rank_fixes
+from xpuperf.costmodel.calibrated import Calibration
 from xpuperf.costmodel.estimate import DEFAULT_CARDS, Estimate, Planner, Settings
 from xpuperf.costmodel.workloads import Workload
 from xpuperf.topology.model import Cluster
@@ -14,12 +16,14 @@ from xpuperf.topology.model import Cluster
 @dataclass(frozen=True)
 class PlanResult:
     """What ``xpuperf plan`` shows: the :class:`Estimate`, the target card count, the fixes
-    (best first) and notes about defaults that stood in for missing inputs."""
+    (best first), notes about defaults that stood in for missing inputs, and the speedup curves
+    with each fix applied (:mod:`xpuperf.advice.curves`)."""
 
     estimate: Estimate
     target_cards: int
     fixes: tuple[Fix, ...]
     notes: tuple[str, ...] = ()
+    fix_curves: FixCurves | None = None
 
 
 def make_plan(
@@ -32,13 +36,16 @@ def make_plan(
     batch_size: float | None = None,
     target_cards: int | None = None,
     notes: Sequence[str] = (),
+    calibration: Calibration | None = None,
 ) -> PlanResult:
     """Estimate ``workload`` on ``cluster`` for ``cards`` and rank fixes at ``target_cards``
     (default the largest count). Raises :class:`~xpuperf.costmodel.checks.CostModelError` for
     bad inputs."""
     s = settings or Settings()
-    planner = Planner(cluster, workload, step_time_s, batch_size)
+    planner = Planner(cluster, workload, step_time_s, batch_size, calibration)
     est = planner.estimate(cards, s)
     target = max(p.cards for p in est.points) if target_cards is None else target_cards
     planner.check_cards(target)
-    return PlanResult(est, target, tuple(rank_fixes(planner, target, s)), tuple(notes))
+    fixes = tuple(rank_fixes(planner, target, s))
+    curves = fix_curves(planner, [p.cards for p in est.points], target, fixes, s)
+    return PlanResult(est, target, fixes, tuple(notes), curves)

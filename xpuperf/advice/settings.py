@@ -67,14 +67,6 @@ def nic_setting(cards_per_node: int) -> str:
     return f"hardware: one NIC per card ({cards_per_node} NICs per node, each at today's speed)"
 
 
-def input_setting(input_time_s: float, compute_s: float) -> str:
-    """What to change when input cannot keep up (formulas.md §5)."""
-    return (
-        f"speed up the input pipeline by {input_time_s / compute_s:.2f}× (more DataLoader "
-        "num_workers, pinned memory, DALI/GPU decode); prefetch depth alone cannot hide a deficit"
-    )
-
-
 def fp16_setting(framework: str) -> str:
     """How to allreduce gradients in fp16 (changes the numerics)."""
     if framework == "horovod":

@@ -306,11 +306,13 @@ def fit_frame(
 
 
 def _times(g: pd.DataFrame, measurement: str) -> pd.Series:
+    # to_numeric: a missing in-place half may be pd.NA, which astype(float) refuses
     if measurement == "in-place":
-        return g["inplace_time_us"].astype(float)
+        return pd.to_numeric(g["inplace_time_us"], errors="coerce").astype(float)
     if measurement == "best":
-        return g[["time_us", "inplace_time_us"]].astype(float).min(axis=1, skipna=True)
-    return g["time_us"].astype(float)
+        both = g[["time_us", "inplace_time_us"]].apply(pd.to_numeric, errors="coerce")
+        return both.astype(float).min(axis=1, skipna=True)
+    return pd.to_numeric(g["time_us"], errors="coerce").astype(float)
 
 
 def _factor(coll: str, ranks: int | None, g: pd.DataFrame) -> float:

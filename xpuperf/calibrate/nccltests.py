@@ -92,7 +92,7 @@ _PREFIXES = (
 )
 _RANK_RE = re.compile(
     r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
-    r"\s+\[([^\]]*)\]\s*(.*?)\s*$"
+    r"\s+\[([^\]]*)\]\s*(.*)$"  # matched on stripped lines; `(.*?)\s*$` is quadratic
 )
 _AVG_RE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([-+0-9.eE]+|nan|inf)", re.IGNORECASE)
 _OOB_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(\w+)?")
@@ -168,7 +168,7 @@ def _open_lines(path: Path) -> Iterator[str]:
         with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
             yield from fh
     except FileNotFoundError:
-        raise InputError("file not found", path) from None
+        raise InputError("file not found; check the path to the nccl-tests output", path) from None
     except IsADirectoryError:
         raise InputError("is a directory; give nccl-tests output files", path) from None
     except (OSError, EOFError) as e:
@@ -327,9 +327,15 @@ def _row(toks: list[str], layout: tuple[list[str], int, int, str]) -> dict | Non
     if len(toks) < np_ + 3:
         return None
     vals = dict(zip(prefix, toks[:np_], strict=True))
+    try:  # a header whose columns were reordered or cut puts text where a number belongs
+        size, count = int(vals["size"]), int(vals["count"]) if "count" in vals else pd.NA
+    except (KeyError, ValueError):
+        return None
+    if size >= 2**63 or (count is not pd.NA and count >= 2**63):
+        return None  # past int64: a mangled row (a 400-digit size overflowed float arithmetic)
     out: dict = {
-        "size_bytes": int(vals["size"]),
-        "count": int(vals["count"]) if "count" in vals else pd.NA,
+        "size_bytes": size,
+        "count": count,
         "dtype": vals.get("type", ""),
         "redop": vals.get("redop", ""),
         "root": int(r) if (r := vals.get("root", "-1")).lstrip("-").isdigit() else -1,

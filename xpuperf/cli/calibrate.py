@@ -69,7 +69,8 @@ def calibrate(
     err = err_console()
     for out in (output, json_out):
         if out and out != "-":
-            check_not_input(out, [p for p in files if Path(p).exists()])
+            inputs = [*files, *([topology] if topology else [])]  # the topology file too
+            check_not_input(out, [p for p in inputs if Path(p).exists()])
     result = calibrate_files(
         files, measurement=measurement, collective=collective, max_lines=max_lines, pool=pool
     )
@@ -79,10 +80,15 @@ def calibrate(
     for w in result.warnings:
         err.print("warning: " + safe(w))
     if output:
-        write_text_atomic(output, render_calibration_yaml(result))
+        write_text_atomic(output, render_calibration_yaml(result, output))
     if json_out == "-":
         sys.stdout.write(render_json(result))
     elif json_out:
         write_text_atomic(json_out, render_json(result))
     if not quiet and json_out != "-":
         render_terminal(result, out_console())
+        if result.nccl:  # NCCL INFO lines in the inputs; their findings are listed above
+            from xpuperf.report.nccl_section import render_nccl
+
+            for report in result.nccl:
+                render_nccl(report, out_console(), findings=False)

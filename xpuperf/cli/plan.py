@@ -6,6 +6,7 @@ turned into exit codes by ``main()``. Register with ``app.command("plan")(plan_c
 from __future__ import annotations
 
 import math
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -14,8 +15,10 @@ from typing import Annotated
 import typer
 
 from xpuperf.advice.plan import make_plan
+from xpuperf.cli import plan_input
 from xpuperf.cli.console import out_console
 from xpuperf.cli.topo import nic_speed_Gbps
+from xpuperf.costmodel.calibrated import plan_inputs
 from xpuperf.costmodel.comm import USER_ALGORITHMS
 from xpuperf.costmodel.estimate import DEFAULT_CARDS, FRAMEWORKS, Settings
 from xpuperf.costmodel.workloads import MODEL_PRESETS, even_split, model
@@ -26,9 +29,10 @@ from xpuperf.topology import build, presets
 from xpuperf.topology.importers import load_any
 from xpuperf.topology.model import Cluster
 
-EXAMPLE = ("dgx-a100", 128, "resnet50", 0.1, 256.0)
-"""Bundled example: 128 DGX-A100 nodes (1024 cards), ResNet-50, 0.1 s single-card step at batch
-256 per card (≈ 2,560 img/s, an A100 mixed-precision ballpark)."""
+EXAMPLE = ("pcie-8gpu-2socket", 128, "bert_large", 0.4, 32.0)
+"""Bundled example: 128 two-socket PCIe servers of 8 GPUs (1024 cards), BERT-large, 0.4 s
+single-card step at batch 32 per card, DDP 4 MiB buckets and an input pipeline on PyTorch's
+DataLoader defaults that stalls (:data:`xpuperf.cli.plan_input.EXAMPLE_INPUT`; docs/plan.md §11)."""
 
 Opt = typer.Option
 
@@ -101,7 +105,14 @@ def resolve_cluster(topology: str | None, nodes: int | None, cards_per_node: int
 
 def plan(
     topology: Annotated[
-        str | None, Opt(help="Topology file or preset name (default: dgx-a100).")
+        str | None, Opt(help="Topology file or preset name (default: pcie-8gpu-2socket).")
+    ] = None,
+    calibration: Annotated[
+        str | None,
+        Opt(
+            help="xpuperf.calibration/1 file (xpuperf calibrate -o): measured α/β replace the "
+            "topology's; --topology may also name such a file."
+        ),
     ] = None,
     nodes: Annotated[
         int | None, Opt(help="Nodes (default: enough for the largest --cards).")
@@ -125,8 +136,52 @@ def plan(
     algorithm: Annotated[str, Opt(help=f"{'|'.join(USER_ALGORITHMS)}.")] = "auto",
     framework: Annotated[str, Opt(help=f"Bucketing rules: {'|'.join(FRAMEWORKS)}.")] = "ddp",
     bucket_mb: Annotated[float | None, Opt(help="Bucket / fusion size, MiB.")] = None,
+    from_log: Annotated[
+        str | None,
+        Opt(
+            help="Measured run (any log `xpuperf analyze` reads): single-card step, "
+            "backward split, data times, per-rank distribution (instead of --step-time)."
+        ),
+    ] = None,
+    log_format: Annotated[
+        str | None, Opt("--format", help="Force the --from-log reader (xpuperf formats).")
+    ] = None,
+    input_time: Annotated[
+        float | None,
+        Opt(
+            help="Seconds ONE loader worker needs per batch of one card (per step, not per "
+            "sample), as measured with --loader-numa."
+        ),
+    ] = None,
+    workers: Annotated[
+        int | None, Opt(help="DataLoader num_workers (default 1; 0 with --from-log data).")
+    ] = None,
+    prefetch: Annotated[
+        int | None, Opt(help="DataLoader prefetch_factor, batches per worker (default 2).")
+    ] = None,
+    pinned: Annotated[
+        bool | None, Opt("--pinned/--no-pinned", help="pin_memory (default: pinned).")
+    ] = None,
+    input_mb: Annotated[
+        float | None, Opt(help="MB (1e6 bytes) copied host→device per step per card.")
+    ] = None,
+    loader_numa: Annotated[
+        str | None,
+        Opt(help="Loader CPUs/memory vs the card: local|remote|unbound (default unbound)."),
+    ] = None,
     json_out: Annotated[
         str | None, Opt("--json", help="Write JSON to PATH, or - for stdout.")
+    ] = None,
+    html_out: Annotated[
+        str | None, Opt("--html", help="Write a self-contained HTML report (offline) to PATH.")
+    ] = None,
+    md_out: Annotated[
+        str | None,
+        Opt(
+            "--markdown",
+            help="Write a Markdown summary to PATH (also appended to "
+            "$GITHUB_STEP_SUMMARY when that is set).",
+        ),
     ] = None,
     quiet: Annotated[bool, Opt("--quiet", "-q", help="No terminal output.")] = False,
 ) -> None:
@@ -134,6 +189,14 @@ def plan(
     the fixes (bucket size, algorithm, ring order, NIC per card, …) by gain."""
     counts = _cards(cards)
     notes: list[str] = []
+    measured = plan_input.read_measured(from_log, step_time, model_name, params, batch_size,
+                                        log_format)  # fmt: skip
+    if measured is not None:
+        step_time, batch_size = measured.step_time_s, batch_size or measured.batch_size
+        notes += measured.notes
+    example = model_name is None and params is None
+    if example and bucket_mb is None:
+        bucket_mb = plan_input.EXAMPLE_BUCKET_MB
     if model_name is not None and params is not None:
         raise UsageError("give --model NAME or --params N, not both")
     if step_time is not None and not (math.isfinite(step_time) and step_time > 0):
@@ -148,23 +211,60 @@ def plan(
         model_name, step_time = EXAMPLE[2], EXAMPLE[3]
         batch_size = EXAMPLE[4] if batch_size is None else batch_size
         notes.append(f"example workload: {model_name}, single-card step {step_time} s at batch "
-                     f"{batch_size:g} (no --model/--params given)")  # fmt: skip
+                     f"{batch_size:g}, DDP {bucket_mb:g} MiB buckets (no --model/--params "
+                     "given)")  # fmt: skip
     elif step_time is None:
         raise UsageError("give --step-time S (single-card step time in seconds)")
+    topology, cal = plan_inputs(topology, calibration, need_topology=cards_per_node is None)
+    for out in (json_out, html_out, md_out):
+        if cal is not None and out and out != "-":
+            check_not_input(out, [cal.path])
     if topology is None and cards_per_node is None:
         notes.append(f"example topology: {EXAMPLE[0]} (no --topology given)")
     max_cards = max([*counts, target or 0])
     cluster = resolve_cluster(topology, nodes, cards_per_node, nic_speed, nics_per_node, max_cards)
     work = model(model_name) if params is None else even_split(params)
+    extra, more_notes = plan_input.input_settings(
+        cluster, measured, example=example, workers=workers, prefetch=prefetch, pinned=pinned,
+        input_time=input_time, input_mb=input_mb, loader_numa=loader_numa)  # fmt: skip
+    notes += more_notes
     settings = Settings(algorithm=algorithm.lower(), framework=framework.lower(),
-                        bucket_mb=bucket_mb, dtype=dtype.lower())  # fmt: skip
+                        bucket_mb=bucket_mb, dtype=dtype.lower(), **extra)  # fmt: skip
     result = make_plan(cluster, work, step_time, cards=counts, settings=settings,
-                       batch_size=batch_size, target_cards=target, notes=notes)  # fmt: skip
+                       batch_size=batch_size, target_cards=target, notes=notes,
+                       calibration=cal)  # fmt: skip
     if json_out == "-":
         sys.stdout.write(render_json(result))
     elif json_out:
         if topology and Path(topology).exists():
             check_not_input(json_out, [topology])
         write_text_atomic(json_out, render_json(result))
+    write_plan_reports(result, html_out, md_out, topology)
     if not quiet and json_out != "-":
         render_terminal(result, out_console())
+
+
+def write_plan_reports(result, html_out: str | None, md_out: str | None,
+                       topology: str | None) -> None:  # fmt: skip
+    """``--html`` and ``--markdown`` (and ``$GITHUB_STEP_SUMMARY``) of a plan (a
+    :class:`~xpuperf.advice.plan.PlanResult`); an output equal to the topology file is refused."""
+    from xpuperf.cli.console import err_console
+    from xpuperf.report.output import write_markdown_outputs
+
+    inputs = [topology] if topology and Path(topology).exists() else []
+    for flag, out in (("--html", html_out), ("--markdown", md_out)):
+        if out is not None and not out.strip():
+            raise UsageError(f"{flag} path is empty; give a file name")
+        if out:
+            check_not_input(out, inputs)
+    if html_out:
+        from xpuperf.report.plan_html import render_plan_html
+
+        write_text_atomic(html_out, render_plan_html(result))
+    if md_out or os.environ.get("GITHUB_STEP_SUMMARY"):
+        from xpuperf.report.markdown import render_plan_markdown
+        from xpuperf.report.plan_report import to_dict
+
+        warning = write_markdown_outputs(render_plan_markdown(to_dict(result)), md_out)
+        if warning:
+            err_console().print(f"warning: {warning}", markup=False)

@@ -62,6 +62,7 @@ def ring(size_B: float, n: int, alpha_s: float, beta_s_per_B: float, gamma: floa
     """Ring allreduce (reduce-scatter + all-gather): 2(N−1)α + 2(N−1)/N·Sβ + (N−1)/N·Sγ, s.
 
     Bandwidth-optimal, any N. Source: Thakur, Rabenseifner & Gropp 2005; formulas.md §1.
+    S bytes, α s, β and γ s/byte. Raises :class:`CostModelError` for S < 0 or N < 1.
     """
     s, n = _check(size_B, n)
     return 2 * (n - 1) * alpha_s + 2 * (n - 1) / n * s * beta_s_per_B + (n - 1) / n * s * gamma
@@ -73,6 +74,7 @@ def recursive_doubling(
     """Recursive doubling: ⌈log2 N⌉(α + Sβ + Sγ), s. Good for tiny S.
 
     Source: Thakur, Rabenseifner & Gropp 2005; formulas.md §1.
+    S bytes, α s, β and γ s/byte. Raises :class:`CostModelError` for S < 0 or N < 1.
     """
     s, n = _check(size_B, n)
     return _log2_ceil(n) * (alpha_s + s * beta_s_per_B + s * gamma)
@@ -89,6 +91,7 @@ def halving_doubling(
     (1 + (p'−1)/p')Sγ. (formulas.md §1 writes (N−1)/N in this row; the core moves (p'−1)/p'.)
     Source: Thakur, Rabenseifner & Gropp 2005 §4.5 and MPICH ``allreduce_intra_reduce_scatter_
     allgather``.
+    S bytes, α s, β and γ s/byte. Raises :class:`CostModelError` for S < 0 or N < 1.
     """
     s, n = _check(size_B, n)
     p = 1 << (n.bit_length() - 1)
@@ -104,7 +107,8 @@ def double_binary_tree(size_B: float, n: int, alpha_s: float, beta_s_per_B: floa
 
     Pipelined in chunks, so the bandwidth term does not grow with depth; NCCL models the tree's
     algorithm bandwidth as bus bandwidth × 0.5, i.e. time 2S/busBw. Source: formulas.md §1–2,
-    NCCL ``tuning.cc``.
+    NCCL ``src/graph/tuning.cc``.
+    S bytes, α s, β s/byte; 0 for one rank. Raises :class:`CostModelError` for S < 0 or N < 1.
     """
     s, n = _check(size_B, n)
     if n == 1:
@@ -126,6 +130,7 @@ def ring2d_rs_ar_ag(
 
     2(G−1)α_i + 2(G−1)/G·Sβ_i + 2(M−1)α_e + 2(M−1)/M·(S/G)·β_e, with β_e the inter-node
     bandwidth one local rank gets (NIC bandwidth / cards sharing it). Source: formulas.md §1.
+    S bytes, α_* s, β_* s/byte. Raises :class:`CostModelError` for S < 0, G < 1 or M < 1.
     """
     s = nonneg("message size (bytes)", size_B)
     g = positive_int("cards_per_node", cards_per_node)
@@ -148,6 +153,7 @@ def ring2d_ar_ar_bcast(
 
     [2(G−1)α_i + 2(G−1)/G·Sβ_i] + [2(M−1)α_e + 2(M−1)/M·Sβ_e] + [(G−1)α_i + Sβ_i]. One NIC port
     per node carries all traffic (β_e = the leader's NIC). Source: formulas.md §1.
+    S bytes, α_* s, β_* s/byte. Raises :class:`CostModelError` for S < 0, G < 1 or M < 1.
     """
     s = nonneg("message size (bytes)", size_B)
     g = positive_int("cards_per_node", cards_per_node)
@@ -164,6 +170,7 @@ def torus2d(size_B: float, x: int, y: int, alpha_s: float, beta_s_per_B: float) 
     Same bytes as a flat ring of XY ranks, X+Y−2 instead of XY−1 steps per phase (reduce-scatter
     along X, allreduce of S/X along Y, all-gather along X). Source: Mikami et al. 2018
     ("Massively Distributed SGD: ImageNet/ResNet-50 Training in a Flash"); formulas.md §1.
+    S bytes, α s, β s/byte. Raises :class:`CostModelError` for S < 0, X < 1 or Y < 1.
     """
     s = nonneg("message size (bytes)", size_B)
     x, y = positive_int("x", x), positive_int("y", y)
@@ -186,9 +193,12 @@ def halving_doubling_loaded(
     fat-tree with ECMP hashing load_j ≥ 1 (:mod:`xpuperf.costmodel.contention`).
     Source: formulas.md §1; Thakur et al. 2005; Dong et al., EFLOPS, HPCA 2020.
 
+    Args: S bytes; α s and β s/byte, each a scalar or k = log2 N per-step values; loads
+    (flows on the step's most loaded link, ≥ 1) k values, default all 1; γ s/byte.
+
     Raises:
-        CostModelError: N not a power of two, or a per-step list of the wrong length, or a
-            load < 1.
+        CostModelError: S < 0, N < 1 or not a power of two, a per-step list of the wrong
+            length, or a load < 1.
     """
     s, n = _check(size_B, n)
     if not is_pow2(n):
@@ -232,7 +242,12 @@ def fattree_loads(n: int, g: int, ranks_per_leaf: int | None = None) -> list[flo
     Steps inside a node, or (with ``ranks_per_leaf``) inside one leaf switch: 1. Steps across
     leaves: each leaf hashes its ``ranks_per_leaf`` flows onto as many uplinks (oversubscription
     is already in β), maximum over the N/ranks_per_leaf leaves. Without ``ranks_per_leaf``: the
-    N/2 flows of a step hashed on N/2 links (formulas.md §1). Raises for N not 2^k.
+    N/2 flows of a step hashed on N/2 links (formulas.md §1).
+
+    Returns log2 N loads (flows per link, ≥ 1), step j = distance 2^j. Raises
+    :class:`CostModelError` for N < 1 or not 2^k, or ``ranks_per_leaf`` < 1. Source: formulas.md
+    §1 (fat-tree row); the expected maximum is :func:`.contention.expected_max_load` (balls into
+    bins, Raab & Steger 1998).
     """
     n = positive_int("n_ranks", n)
     if not is_pow2(n):
@@ -268,6 +283,9 @@ def ring_on(
     node's NIC bandwidth divided by the number of ring edges leaving that node (node-contiguous:
     all NICs, one channel per NIC as NCCL builds rings; interleaved: one card's share).
     Source: formulas.md §1 (ring row, "Ring order") and §2 (NCCL latency model).
+    S bytes; ``lv`` bandwidths GB/s, latencies µs; result seconds (0 for one rank).
+    Raises :class:`CostModelError` for S < 0, N < 1, G not dividing N (node-major), or an
+    ``order`` / ``node_of`` that is not a permutation of the ranks (:func:`.ringorder.node_ids`).
     """
     s, n = _check(size_B, n)
     g = lv.cards_per_node
@@ -315,8 +333,11 @@ def allreduce_s(
     - ``2d-ring`` / ``2d-ring-bcast``: :func:`ring2d_rs_ar_ag` with β_e = card share /
       :func:`ring2d_ar_ar_bcast` with β_e = the leader's whole NIC; base latency paid per phase.
 
-    Every result includes ``lv.base_s`` once per collective call.
-    Raises :class:`CostModelError` for an unknown algorithm or G not dividing N.
+    Every result includes ``lv.base_s`` once per collective call. S bytes; result seconds.
+    Raises :class:`CostModelError` for an unknown algorithm, S < 0, N < 1 or G not dividing N
+    (and as :func:`ring_on` / :func:`fattree_loads` / :func:`halving_doubling_loaded`).
+    Sources: formulas.md §1 (each row as named above) and §2 (NCCL base latency; tree latency
+    base + 2((G−1)·intraLat + log2 M·interLat), NCCL ``src/graph/tuning.cc``).
     """
     algo = algorithm.lower()
     s, n = _check(size_B, n)

@@ -24,7 +24,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from xpuperf.costmodel import nccl
+from xpuperf.costmodel import calibrated, nccl
+from xpuperf.costmodel.calibrated import Calibration
 from xpuperf.costmodel.checks import CostModelError
 from xpuperf.costmodel.collectives import allreduce_s
 from xpuperf.costmodel.levels import (
@@ -49,7 +50,11 @@ _GIB = float(2**30)
 
 def comp_cap(cluster: Cluster) -> int:
     """NCCL's compute-capability bucket of the cards (70, 80 or 90) from the card model name:
-    H100/H200/H800/B100/B200 → 90, A100/A800/A30 → 80, V100/P100 → 70, unknown → 80."""
+    H100/H200/H800/B100/B200 → 90, A100/A800/A30 → 80, V100/P100 → 70, unknown → 80.
+
+    NCCL's tables have Volta (< sm80), Ampere (sm80) and Hopper (≥ sm90) rows
+    (``src/graph/tuning.cc``); Blackwell is priced with the Hopper row. Raises nothing.
+    """
     model = (cluster.nodes[0].devices[0].model or "").upper() if cluster.nodes else ""
     if any(k in model for k in ("H100", "H200", "H800", "B100", "B200", "GH200")):
         return 90
@@ -58,12 +63,24 @@ def comp_cap(cluster: Cluster) -> int:
     return 80
 
 
-def cluster_levels(cluster: Cluster, cards: int | None = None) -> LinkLevels:
+def cluster_levels(
+    cluster: Cluster, cards: int | None = None, calibration: Calibration | None = None
+) -> LinkLevels:
     """Link levels of ``cluster``; with ``cards`` < cards per node, of the first ``cards`` cards
     of one node (a partial node: its own intra ring, no network).
 
-    A topology without NICs is accepted for one node (network figures then unused: ∞).
+    A topology without NICs is accepted for one node (network figures then unused: ∞). With a
+    ``calibration`` the levels carry its bandwidths and latencies (:func:`.calibrated.apply`).
+    Formulas: :func:`.levels.from_cluster` (formulas.md §1–2). Raises :class:`CostModelError`
+    for a topology without nodes or cards, or with several nodes and no NICs.
     """
+    lv = _topology_levels(cluster, cards)
+    if calibration is None:
+        return lv
+    return calibrated.apply(calibration, cluster, lv, lambda n: _topology_levels(cluster, n))
+
+
+def _topology_levels(cluster: Cluster, cards: int | None) -> LinkLevels:
     if not cluster.nodes or not cluster.nodes[0].devices:
         raise CostModelError("the topology has no nodes or no cards")
     node = cluster.nodes[0]
@@ -123,7 +140,10 @@ class Curve:
     """Allreduce time of one algorithm on N cards as a function of the message size.
 
     ``latency_s[p]`` and ``s_per_B[p]`` per protocol p; :meth:`time_s` takes the fastest protocol
-    per size, with the ring/Simple plateau and the tree size correction (formulas.md §2).
+    per size, with the ring/Simple plateau and the tree size correction (formulas.md §2):
+    t(S) = min_p [lat_p · (plateau if p is Simple and S/(8 channels · N) ≥ 64 B, else 1) +
+    S · slope_p / treeCorrection_p(S)], seconds. Source: NCCL ``src/graph/tuning.cc``
+    ``ncclTopoGetAlgoTime``.
     """
 
     algorithm: str
@@ -134,7 +154,7 @@ class Curve:
     plateau: float = 1.0
 
     def time_s(self, sizes_B: np.ndarray | list[float]) -> np.ndarray:
-        """Seconds for each size (bytes); 0 for one rank."""
+        """Seconds for each size: (k,) bytes → (k,) float array; 0 for one rank. Raises nothing."""
         s = np.asarray(sizes_B, dtype=float)
         if self.n_ranks <= 1:
             return np.zeros_like(s)
@@ -181,9 +201,12 @@ def curve(
     """The :class:`Curve` of an internal algorithm name on ``n_ranks`` cards of levels ``lv``.
 
     Latencies: NCCL's base and per-hop latencies per protocol (formulas.md §2; tree row for the
-    tree, ring row otherwise); bandwidths × NCCL's protocol share
+    tree, ring row otherwise), plus the levels' calibrated per-step extras
+    (``intra_latency_extra_us``, ``net_latency_extra_us``); bandwidths × NCCL's protocol share
     (:data:`~xpuperf.costmodel.nccl.PROTOCOL_BW_EFFICIENCY`; tree/LL128 on one node 0.92 × 7/9).
     LL128 only on NVLink-class nodes (as NCCL). Source: NCCL ``src/graph/tuning.cc``.
+    Raises :class:`CostModelError` for an algorithm outside
+    :data:`~xpuperf.costmodel.collectives.ALGORITHMS` or G not dividing N.
     """
     g = lv.cards_per_node
     n_nodes = max(1, n_ranks // g)
@@ -200,6 +223,8 @@ def curve(
         if (row, p) == ("tree", "ll128") and n_nodes == 1:
             eff = 0.92 * 7 / 9
         intra, inter, base = nccl_latencies_us(row, p, lv.intra_kind)
+        intra += lv.intra_latency_extra_us  # calibrated (0 by default)
+        inter += lv.net_latency_extra_us
         lats.append((c_base * base + c_i * intra + c_e * inter) * 1e-6)
         slopes.append(slope / eff)
     plateau = 1.0
@@ -212,7 +237,10 @@ def nccl_algorithms(
     sizes_B: np.ndarray | list[float], n_ranks: int, lv: LinkLevels, compute_capability: int = 80
 ) -> list[str]:
     """What NCCL's own tuning model (:func:`~xpuperf.costmodel.nccl.nccl_choice`) picks for each
-    bucket size: ``"ring"`` or ``"tree"``."""
+    bucket size: ``"ring"`` or ``"tree"``, one per size (bytes). Raises :class:`CostModelError`
+    for a negative size or N that does not split over its nodes (:func:`.nccl.nccl_table`).
+    Source: NCCL ``src/graph/tuning.cc`` and ``src/enqueue.cc`` (see :mod:`.nccl`).
+    """
     if n_ranks <= 1:
         return ["ring"] * len(sizes_B)
     m = max(1, n_ranks // lv.cards_per_node)

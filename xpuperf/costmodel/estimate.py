@@ -11,14 +11,19 @@ For N cards (G per node; N < G is one partial node, otherwise G must divide N):
   :mod:`.overlap`). Bucket allreduce times from :mod:`.comm` (formulas.md §1–2). ``other`` is the
   compute slowdown while communication runs (Calculon: 15 % with NVLink-class intra traffic, 2 %
   otherwise).
-- input_stall: max(0, P − T_compute) for a per-step input time P (formulas.md §5 steady state;
-  prefetch depth cannot hide a deficit).
+- input_stall: the wait for the next batch (:mod:`.input`): loader workers, prefetch depth,
+  pinned or pageable host→device copy over the card's PCIe, NUMA placement; steady state
+  max(0, P/W − C) for a per-batch time P, W workers and C = the rest of the step (formulas.md §5:
+  prefetch depth cannot hide a deficit), a queue simulation over measured input times.
 - straggler: E[max over N ranks] − mean of the per-rank compute for a coefficient of variation
   ``compute_cv`` (normal, formulas.md §6) plus a deterministic slowest-card factor.
 
-speedup(N) = step(1) / step(N): per-card throughput relative to ONE card alone at the same
-per-card batch (background.md rule 2) — T_compute / (T_compute + exposed non-compute) when one
-card alone has no input stall. Exactly 1.0 at N = 1. Seconds throughout.
+speedup(N) = T_compute / step(N) = T_compute / (T_compute + exposed non-compute): per-card
+throughput relative to ONE card alone at the same per-card batch (background.md rule 2), where
+"one card alone" is the card computing without waiting (``step_time_s``). An input stall is
+non-compute time wherever it happens, so it lowers the speedup even at N = 1 (then < 1.0), and
+every fix — input or communication — is measured on this one scale and never exceeds 1.0.
+Seconds throughout.
 """
 
 from __future__ import annotations
@@ -30,10 +35,12 @@ from functools import cached_property
 
 import numpy as np
 
-from xpuperf.costmodel import comm, scale
+from xpuperf.costmodel import calibrated, comm, scale
+from xpuperf.costmodel import input as inp
 from xpuperf.costmodel import overlap as ov
 from xpuperf.costmodel.checks import CostModelError, nonneg, positive, positive_int
 from xpuperf.costmodel.levels import NVLINK_LIKE, LinkLevels
+from xpuperf.costmodel.tail import TailDist
 from xpuperf.costmodel.workloads import Workload, dtype_bytes
 from xpuperf.topology.model import Cluster
 
@@ -60,9 +67,13 @@ class Settings:
         nic_per_card: what-if — every card gets a NIC of the node's NIC speed.
         backward_fraction: share of the step in backward.
         slowdown: compute slowdown while communicating (None: Calculon by link kind).
-        input_time_s: per-step input (producer) time per card, None: not modelled.
+        input_time_s: seconds one loader worker needs per batch (per step, per card), one worker
+            in the background; None: not modelled. Ignored when ``loader`` is given.
+        loader: the full input pipeline (:class:`~xpuperf.costmodel.input.Loader`).
         compute_cv: coefficient of variation of per-rank compute (random stragglers).
         slowest_factor: the slowest card's compute relative to the mean (≥ 1).
+        straggler_tail: measured per-rank compute relative to its mean
+            (:class:`~xpuperf.costmodel.tail.TailDist`); replaces the normal ``compute_cv`` model.
     """
 
     algorithm: str = "auto"
@@ -76,6 +87,8 @@ class Settings:
     input_time_s: float | None = None
     compute_cv: float = 0.0
     slowest_factor: float = 1.0
+    loader: inp.Loader | None = None
+    straggler_tail: TailDist | None = None
 
     def __post_init__(self) -> None:
         if self.algorithm.lower() not in comm.USER_ALGORITHMS:
@@ -166,10 +179,13 @@ class Planner:
         workload: gradient tensors (:func:`~xpuperf.costmodel.workloads.model`).
         step_time_s: single-card step time, seconds (> 0).
         batch_size: samples per card per step (for throughput), optional.
+        calibration: an ``xpuperf.calibration/1`` file's α/β and exact fits
+            (:mod:`~xpuperf.costmodel.calibrated`), or None.
     """
 
     def __init__(self, cluster: Cluster, workload: Workload, step_time_s: float,
-                 batch_size: float | None = None) -> None:  # fmt: skip
+                 batch_size: float | None = None,
+                 calibration: calibrated.Calibration | None = None) -> None:  # fmt: skip
         if not cluster.nodes or not cluster.nodes[0].devices:
             raise CostModelError("the topology has no nodes or no cards")
         self.cluster = cluster
@@ -183,21 +199,27 @@ class Planner:
         self.cc = comm.comp_cap(cluster)
         npl = cluster.network.nodes_per_leaf
         self.ranks_per_leaf = npl * self.g if npl else None
+        self.calibration = calibration
+        if calibration is not None:
+            calibrated.check(calibration, cluster)
         self._levels: dict[int, LinkLevels] = {}
         self._curves: dict[tuple, comm.Curve] = {}
         self._buckets: dict[tuple, tuple[np.ndarray, list[float]]] = {}
+        self._points: dict[tuple[int, Settings], Point] = {}
 
     @cached_property
     def full_levels(self) -> LinkLevels:
         """Link levels of a whole node."""
-        return comm.cluster_levels(self.cluster)
+        return comm.cluster_levels(self.cluster, calibration=self.calibration)
 
     def levels(self, cards: int, settings: Settings) -> LinkLevels:
         """Levels for ``cards`` (a partial node below G), with the NIC-per-card what-if."""
         g = min(cards, self.g)
         if g not in self._levels:
             self._levels[g] = (
-                self.full_levels if g == self.g else comm.cluster_levels(self.cluster, g)
+                self.full_levels
+                if g == self.g
+                else comm.cluster_levels(self.cluster, g, self.calibration)
             )
         lv = self._levels[g]
         if settings.nic_per_card and math.isfinite(lv.leader_net_bw_GBps):
@@ -254,11 +276,14 @@ class Planner:
             else:
                 b = [[i] for i in range(len(sizes))]
             t_bwd = self.step_time_s * settings.backward_fraction
-            ready = ov.ready_times(sizes, b, t_bwd)
+            ready = ov.ready_times(sizes, b, t_bwd, self.workload.backward_compute_s(t_bwd))
             self._buckets[key] = (np.asarray(ov.bucket_bytes(sizes, b)), ready)
         return self._buckets[key]
 
     def _comm(self, algorithm: str, cards: int, settings: Settings, sizes: np.ndarray):
+        if algorithm == calibrated.MEASURED:
+            fit = self.calibration.exact_fit(cards, max(1, cards // self.g))
+            return fit.time_s(sizes), algorithm
         if algorithm != "nccl":
             return self.curve(algorithm, cards, settings).time_s(sizes), algorithm
         lv = self.levels(cards, settings)
@@ -270,16 +295,25 @@ class Planner:
         return times, "nccl:" + "+".join(sorted(set(picks)))
 
     def point(self, cards: int, settings: Settings | None = None) -> Point:
-        """The :class:`Point` at ``cards`` (see the module docstring for the formula)."""
-        s = settings or Settings()
+        """The :class:`Point` at ``cards`` (module docstring: the formula), computed once per
+        (cards, settings) and planner: the plan's sweeps and fix curves revisit many."""
+        key = (cards, settings or Settings())
+        if key not in self._points:
+            self._points[key] = self._point(*key)
+        return self._points[key]
+
+    def _point(self, cards: int, s: Settings) -> Point:
         nodes = self.check_cards(cards)
         t_c = self.step_time_s
-        stall = max(0.0, s.input_time_s - t_c) if s.input_time_s is not None else 0.0
+        stall1 = self.input_stall_s(s, t_c)
         if cards == 1:
-            return self._make(1, 1, t_c, 0.0, stall, 0.0, 0.0, 0.0, "none", 0)
+            return self._make(1, 1, t_c, 0.0, stall1, 0.0, 0.0, 0.0, "none", 0)
         sizes, ready = self.buckets(s)
         t_bwd = t_c * s.backward_fraction
         algos = comm.candidates(self.cluster) if s.algorithm == "auto" else (s.algorithm,)
+        fit = self.calibration.exact_fit(cards, nodes) if self.calibration else None
+        if fit is not None and s.algorithm in ("auto", "nccl"):
+            algos = (calibrated.MEASURED,)  # the measured allreduce of NCCL on this count
         best = None
         for algo in algos:
             times, name = self._comm(algo, cards, s, sizes)
@@ -289,10 +323,24 @@ class Planner:
             if best is None or total < best[0] - 1e-15:
                 best = (total, res, float(times.sum()), name)
         _, res, comm_s, name = best
-        strag = scale.random_straggler_s(t_c, s.compute_cv, cards)
+        strag = scale.random_straggler_s(t_c, s.compute_cv, cards, s.straggler_tail)
         strag += scale.deterministic_straggler_s(t_c, s.slowest_factor)
+        stall = self.input_stall_s(s, t_c + res.exposed_s + res.slowdown_s + strag)
         return self._make(cards, nodes, t_c, res.exposed_s, stall, strag, res.slowdown_s, comm_s,
                           name, len(sizes))  # fmt: skip
+
+    @cached_property
+    def host(self) -> inp.Host:
+        """PCIe, inter-socket and NUMA figures of the first node (for the input model)."""
+        return inp.Host.of(self.cluster.nodes[0])
+
+    def input_stall_s(self, s: Settings, consumer_s: float) -> float:
+        """Input stall per step for a step of ``consumer_s`` without it (:func:`.input.stall_s`;
+        ``input_time_s`` alone = one background worker, pinned, local)."""
+        loader = s.loader
+        if loader is None and s.input_time_s is not None:
+            loader = inp.Loader(s.input_time_s)
+        return 0.0 if loader is None else inp.stall_s(loader, consumer_s, self.host)
 
     def _slowdown(self, cards: int, s: Settings) -> float:
         if s.slowdown is not None:
@@ -301,11 +349,11 @@ class Planner:
         nvl = lv.intra_kind in NVLINK_LIKE and min(cards, self.g) > 1
         return ov.CALCULON_SLOWDOWN["nvlink" if nvl else "ib"]
 
-    def _make(self, cards, nodes, t_c, exposed, stall, strag, other, comm_s, algo, nb) -> Point:
+    def _make(self, cards, nodes, t_c, exposed, stall, strag, other, comm_s, algo,
+              nb) -> Point:  # fmt: skip
         step = t_c + exposed + stall + strag + other
-        single = t_c + stall
         thr = None if self.batch_size is None else self.batch_size * cards / step
-        return Point(cards, nodes, step, 1.0 if cards == 1 else single / step, t_c, exposed,
+        return Point(cards, nodes, step, t_c / step, t_c, exposed,
                      stall, strag, other, comm_s, algo, nb, thr)  # fmt: skip
 
     def estimate(self, cards: Sequence[int] = DEFAULT_CARDS,
@@ -331,10 +379,15 @@ class Planner:
         return (
             f"all nodes like the first: intra ring {lv.intra_bw_GBps:g} GB/s, network "
             f"{lv.card_net_bw_GBps:g} GB/s per card / {lv.node_net_bw_GBps:g} GB/s per node",
-            f"backward = {s.backward_fraction:.2f} of the single-card step; gradients ready in "
-            "proportion to their size",
+            f"backward = {s.backward_fraction:.2f} of the single-card step; gradients ready "
+            + (
+                "as their layers' backward MACs are done"
+                if self.workload.macs is not None
+                else "in proportion to their size"
+            ),
             "NCCL latencies and protocol shares (formulas.md §2); compute slowed "
             f"{slow} while communicating (Calculon)",
+            *(calibrated.describe(self.calibration, lv) if self.calibration else ()),
         )
 
 

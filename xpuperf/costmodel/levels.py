@@ -76,6 +76,14 @@ class LinkLevels:
             NCCL's model).
         intra_kind: ``"nvlink"`` or ``"pcie"`` — which NCCL latency row the node uses.
         source: where the figures came from (for reports).
+        intra_latency_extra_us, net_latency_extra_us: µs added to NCCL's per-step intra /
+            network latency of every protocol (0 by default; set from a measured latency floor
+            by :mod:`xpuperf.costmodel.calibrated`; may be negative, never below −NCCL's figure).
+
+    Raises:
+        CostModelError: ``cards_per_node`` < 1, a bandwidth ≤ 0 or NaN (``math.inf`` allowed),
+            or a latency or ``gamma_s_per_B`` negative or not finite (the two ``*_extra_us``
+            are not checked).
     """
 
     cards_per_node: int
@@ -89,6 +97,8 @@ class LinkLevels:
     gamma_s_per_B: float = 0.0  # noqa: N815
     intra_kind: str = "nvlink"
     source: str = ""
+    intra_latency_extra_us: float = 0.0
+    net_latency_extra_us: float = 0.0
 
     def __post_init__(self) -> None:
         positive_int("cards_per_node", self.cards_per_node)
@@ -212,7 +222,8 @@ def _intra(node: Node) -> tuple[float, float, str]:
 
 
 MAX_NVLINKS_PER_CARD = 18
-"""Most NVLinks any card has (H100: 18). A full mesh claiming more per card is a switch."""
+"""Most NVLinks any card has (H100 SXM: 18 NVLink-4 links, formulas.md §2 "18 × 20.6"). A full
+mesh claiming more per card is a switch."""
 
 
 def _switch_like(node: Node, full_mesh: bool) -> bool:
@@ -279,6 +290,10 @@ def from_cluster(cluster: Cluster, latency: str = "topology") -> LinkLevels:
     the paths' hardware latencies and the network's ``latency_us``; ``"nccl"`` NCCL's ring/Simple
     defaults (see :meth:`LinkLevels.with_nccl_latency` for others).
 
+    Bandwidths GB/s, latencies µs. Sources: formulas.md §1 (β_e = NIC bandwidth / cards sharing
+    it, 2D-ring rows), §2 (one ring channel per NIC: DGX-A100 8 × 200 Gb/s IB measured 192 GB/s
+    multi-node busbw; NCCL latencies).
+
     Raises :class:`CostModelError` for a cluster without nodes, cards or NICs, or an unknown
     ``latency`` source.
     """
@@ -322,7 +337,10 @@ def uniform(
     """Link levels from plain numbers: a node of ``cards_per_node`` cards with ``nics_per_node``
     NICs of ``net_bw_GBps`` each (default one per card), cards spread evenly over the NICs.
 
-    Raises :class:`CostModelError` for non-positive counts or bandwidths.
+    Bandwidths GB/s, latencies µs. One card's share = ``net_bw_GBps`` × K / G with K < G NICs,
+    else one whole NIC; all of a node's NICs = K × ``net_bw_GBps``; the leader = one NIC
+    (formulas.md §1, β_e of the 2D-ring rows). Raises :class:`CostModelError` for non-positive
+    counts or bandwidths, or negative latencies.
     """
     g = positive_int("cards_per_node", cards_per_node)
     k = g if nics_per_node is None else positive_int("nics_per_node", nics_per_node)

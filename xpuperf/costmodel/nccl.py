@@ -24,6 +24,9 @@ from xpuperf.costmodel.levels import PROTOCOLS, LinkLevels, nccl_latencies_us
 NCCL_ALGOS: tuple[str, ...] = ("ring", "tree")
 """Algorithms NCCL chooses between for allreduce without NVLS/CollNet."""
 
+# tuning.cc tables (GB/s), columns 1 node / 2 nodes / ≥ 4 nodes: llMaxBws (rows Volta, Ampere,
+# Hopper on one node; across nodes row 0 = Intel host, 1 = AMD host), perChMaxRingLL128Bws,
+# perChMaxTreeLL128Bws, perChMaxTreeBws (rows Volta, Ampere, Hopper; per channel).
 _CC_IDX = {70: 0, 80: 1, 90: 2}
 _LL_MAX_BW = ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (87.7, 22.5, 19.0))
 _RING_LL128_PER_CH = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 36.7))
@@ -101,8 +104,17 @@ def nccl_table(
         amd_cpu: network overhead 2 µs instead of 1 µs per step; LL caps of AMD hosts.
         ll128: LL128 enabled (default: only on NVLink nodes, as NCCL does).
 
+    Returns:
+        The 6 entries ring/tree × LL/LL128/Simple: latency (µs) = base + per-step hardware
+        latencies (ring: (2(N−1) − nInter)·intra + nInter·inter, nInter = 2(M−1); tree:
+        2((G−1)·intra + log2 M·inter)); algBw (GB/s) = protocol-capped busBw × N/(2(N−1)) for
+        the ring, × 0.5 for the tree.
+
     Raises:
         CostModelError: bad counts, bandwidth ≤ 0, unknown compute capability.
+
+    Source: NCCL ``src/graph/tuning.cc`` ``ncclTopoTuneModel`` (caps and factors 2.19–2.21,
+    latencies and nInterSteps v2.30.x); formulas.md §2.
     """
     n = positive_int("n_ranks", n_ranks)
     m = positive_int("n_nodes", n_nodes)
@@ -152,6 +164,7 @@ def nccl_time_s(table: NcclTable, entry: NcclEntry, size_B: float) -> float:
     ``ncclTopoGetAlgoTime``: tree bandwidth × correction factor for S < 256 MiB; multi-node
     ring/Simple latency × 1.4 (≥ sm80; × 1.9 before) when S/(nChannels·N) ≥ 64 bytes; time =
     latency + S / algBw. Raises :class:`CostModelError` for S < 0.
+    Source: NCCL ``src/graph/tuning.cc`` ``ncclTopoGetAlgoTime``; formulas.md §2.
     """
     s = nonneg("message size (bytes)", size_B)
     if entry.algbw_GBps <= 0:
@@ -171,14 +184,24 @@ def nccl_time_s(table: NcclTable, entry: NcclEntry, size_B: float) -> float:
 
 
 def nccl_choice(table: NcclTable, size_B: float) -> tuple[str, str, float]:
-    """(algorithm, protocol, seconds) NCCL would pick for ``size_B`` bytes: the fastest entry."""
+    """(algorithm, protocol, seconds) NCCL would pick for ``size_B`` bytes: the fastest entry.
+
+    Source: the argmin over (algorithm, protocol) of ``ncclTopoGetAlgoTime`` in NCCL
+    ``src/enqueue.cc`` (``getAlgoInfo`` / ``topoGetAlgoInfo``, by version). Raises
+    :class:`CostModelError` for S < 0.
+    """
     best = min(table.entries, key=lambda e: nccl_time_s(table, e, size_B))
     return best.algorithm, best.protocol, nccl_time_s(table, best, size_B)
 
 
 def bus_bw_for(levels: LinkLevels, n_nodes: int) -> float:
     """Bus bandwidth NCCL's graph search would reach on these levels, GB/s: the intra ring
-    bandwidth on one node, else min(intra, all NICs of a node)."""
+    bandwidth on one node, else min(intra, all NICs of a node). Raises nothing.
+
+    Source: NCCL's ring search (``src/graph/search.cc``) in spirit: one channel per NIC, so a
+    node-contiguous ring leaves a node through all its NICs (formulas.md §2: DGX-A100 192 GB/s
+    measured multi-node busbw).
+    """
     if n_nodes <= 1:
         return levels.intra_bw_GBps
     return min(levels.intra_bw_GBps, levels.node_net_bw_GBps)
@@ -214,6 +237,10 @@ def model_times(
     bandwidth caps and network-overhead floor are not modelled.
     ``protocols``: default all three on NVLink-class nodes, LL and Simple otherwise (NCCL enables
     LL128 only with NVLink).
+
+    Returns seconds per ``(algorithm, protocol)``. Raises :class:`CostModelError` for S < 0 or G
+    not dividing N; a protocol outside :data:`PROTOCOLS` raises ``KeyError`` (library use only).
+    Sources: formulas.md §1–2, NCCL ``src/graph/tuning.cc``.
     """
     s = nonneg("message size (bytes)", size_B)
     if protocols is None:
@@ -250,7 +277,7 @@ def model_choice(
     **kwargs: object,
 ) -> tuple[str, str, float]:
     """(algorithm, protocol, seconds) our model ranks first among :func:`model_times`
-    (keyword options are passed on to it)."""
+    (keyword options are passed on to it). Raises as :func:`model_times`."""
     times = model_times(size_B, n_ranks, levels, protocols, **kwargs)
     (algo, proto), t = min(times.items(), key=lambda kv: kv[1])
     return algo, proto, t

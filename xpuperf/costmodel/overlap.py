@@ -21,17 +21,26 @@ Times in seconds.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from xpuperf.costmodel.checks import CostModelError, nonneg, positive
 
 MiB = 1024 * 1024
+"""Bytes per MiB: the frameworks' "MB" bucket sizes are MiB (× 1024 · 1024)."""
 DDP_BUCKET_CAP_MB = 25.0
+"""PyTorch DDP ``bucket_cap_mb`` default, MiB (``kDefaultBucketBytesCap`` = 25 · 1024 · 1024 in
+torch/csrc/distributed/c10d/reducer.hpp; formulas.md §4)."""
 DDP_FIRST_BUCKET_MB = 1.0
+"""PyTorch DDP first bucket, MiB (``kDefaultFirstBucketBytes`` = 1024 · 1024 in reducer.hpp,
+``dist._DEFAULT_FIRST_BUCKET_BYTES``; formulas.md §4)."""
 HOROVOD_FUSION_MB = 128.0
+"""Horovod fusion buffer ``HOROVOD_FUSION_THRESHOLD`` default, MiB (was 64; formulas.md §4)."""
 DEEPSPEED_REDUCE_BUCKET_ELEMENTS = 500_000_000
+"""DeepSpeed ZeRO ``reduce_bucket_size`` default, ELEMENTS not bytes (5e8 in
+deepspeed/runtime/zero/config.py; formulas.md §4)."""
 CALCULON_SLOWDOWN: dict[str, float] = {"nvlink": 0.15, "ib": 0.02}
 """Compute slowdown while communication uses the link (Calculon, Isaev et al. SC'23)."""
 
@@ -53,6 +62,8 @@ def ddp_buckets(
     Limits in MiB (DDP multiplies ``bucket_cap_mb`` by 1024·1024): the first bucket closes at
     ``first_bucket_mb``, the others at ``bucket_cap_mb``; a bucket closes as soon as its size is
     ≥ its limit. Raises :class:`CostModelError` for a cap ≤ 0 or a negative size.
+    Source: ``compute_bucket_assignment_by_size`` in torch/csrc/distributed/c10d/reducer.cpp;
+    formulas.md §4.
     """
     sizes = _sizes(sizes_B)
     cap = positive("bucket_cap_mb", bucket_cap_mb) * MiB
@@ -86,7 +97,8 @@ def horovod_buckets(
     sizes_B: Sequence[float], fusion_mb: float = HOROVOD_FUSION_MB
 ) -> list[list[int]]:
     """Horovod tensor fusion: greedy fill of a ``fusion_mb`` MiB buffer in ready order; a tensor
-    larger than the buffer goes alone. Raises :class:`CostModelError` for ``fusion_mb`` ≤ 0."""
+    larger than the buffer goes alone. Raises :class:`CostModelError` for ``fusion_mb`` ≤ 0 or a
+    negative size. Source: Horovod tensor fusion (``HOROVOD_FUSION_THRESHOLD``); formulas.md §4."""
     return _greedy(_sizes(sizes_B), positive("fusion_mb", fusion_mb) * MiB)
 
 
@@ -97,13 +109,20 @@ def deepspeed_buckets(
 ) -> list[list[int]]:
     """DeepSpeed ZeRO-1/2 gradient buckets: ``reduce_bucket_size`` counts ELEMENTS, so the byte
     limit is ``reduce_bucket_size × element_bytes``; the bucket is flushed before a tensor would
-    exceed it. Raises :class:`CostModelError` for a limit or element size ≤ 0."""
+    exceed it. Raises :class:`CostModelError` for a limit or element size ≤ 0 or a negative
+    size. Source: ``reduce_independent_p_g_buckets_and_remove_grads`` in
+    deepspeed/runtime/zero/stage_1_and_2.py (reduce when elements_in_ipg_bucket + numel >
+    reduce_bucket_size); formulas.md §4."""
     limit = positive("reduce_bucket_size", reduce_bucket_size)
     return _greedy(_sizes(sizes_B), limit * positive("element_bytes", element_bytes))
 
 
 def bucket_bytes(sizes_B: Sequence[float], buckets: Sequence[Sequence[int]]) -> list[float]:
-    """Bytes of each bucket."""
+    """Bytes of each bucket (one float per bucket), from sizes in bytes and buckets of indices.
+
+    No checks: an index outside ``sizes_B`` raises ``IndexError`` (buckets come from the
+    functions above).
+    """
     return [float(sum(sizes_B[i] for i in b)) for b in buckets]
 
 
@@ -117,7 +136,9 @@ def ready_times(
 
     ``tensor_compute_s`` gives the backward compute time of each tensor (backward order); by
     default backward time is spread over tensors in proportion to their size (an assumption:
-    compute per layer ∝ parameters). Raises :class:`CostModelError` on length mismatch.
+    compute per layer ∝ parameters). Returns one R_k per bucket, seconds (formulas.md §4; the
+    proportional split is xpuperf's assumption). Raises :class:`CostModelError` on length
+    mismatch or a negative time.
     """
     t_b = nonneg("t_backward_s", t_backward_s)
     if tensor_compute_s is None:
@@ -174,51 +195,93 @@ def overlap(
             0.15 NVLink, 0.02 InfiniBand). With σ = 0 this is exactly start_k = max(R_k,
             end_{k−1}), end_k = start_k + C_k, exposed = max(0, end_B − T_backward).
 
+    Returns:
+        :class:`OverlapResult`, seconds from the start of backward.
+
     Raises:
         CostModelError: lengths differ, negative times, ready times decreasing or beyond
             T_backward.
+
+    Source: formulas.md §4 (MG-WFBP, Shi et al., INFOCOM 2019); slowdown: Calculon (Isaev et
+    al., SC'23).
     """
     t_b = nonneg("t_backward_s", t_backward_s)
     sigma = nonneg("slowdown", slowdown)
-    ready = [nonneg("ready time", r) for r in ready_s]
-    comm = [nonneg("communication time", c) for c in comm_s]
-    if len(ready) != len(comm):
+    r_arr = _nonneg_array("ready time", ready_s)
+    c_arr = _nonneg_array("communication time", comm_s)
+    if r_arr.size != c_arr.size:
         raise CostModelError("give one ready time and one communication time per bucket")
-    if any(b < a for a, b in itertools.pairwise(ready)) or any(r > t_b for r in ready):
+    if np.any(r_arr[1:] < r_arr[:-1]) or np.any(r_arr > t_b):
         raise CostModelError("ready times must be nondecreasing and within the backward time")
-    busy: list[tuple[float, float]] = []  # communication intervals in wall time
+    ready, comm = r_arr.tolist(), c_arr.tolist()
+    clock = _Clock(sigma)  # communication intervals in wall time
     starts, ends = [], []
     prev_end = 0.0
     for r, c in zip(ready, comm, strict=True):
-        start = max(_wall(r, busy, sigma), prev_end)
+        w = clock.wall(r)
+        start = w if w > prev_end else prev_end
         starts.append(start)
         prev_end = start + c
         ends.append(prev_end)
         if c > 0:
-            busy.append((start, prev_end))
-    bwd_end = _wall(t_b, busy, sigma)
+            clock.busy.append((start, prev_end))
+    bwd_end = clock.wall(t_b)
     end_b = ends[-1] if ends else 0.0
     return OverlapResult(
         tuple(starts), tuple(ends), bwd_end, max(0.0, end_b - bwd_end), bwd_end - t_b
     )
 
 
-def _wall(work: float, busy: list[tuple[float, float]], sigma: float) -> float:
-    """Wall time at which ``work`` compute-seconds are done, compute slowed inside ``busy``."""
-    if sigma == 0 or not busy:
-        return work
-    t, done = 0.0, 0.0
-    for a, b in busy:  # disjoint, increasing (one FIFO stream)
-        if a > t:
-            if done + (a - t) >= work:
-                return t + (work - done)
-            done += a - t
-            t = a
-        seg = b - max(a, t)
-        if seg > 0:
-            rate = 1.0 / (1.0 + sigma)
-            if done + seg * rate >= work:
-                return t + (work - done) / rate
-            done += seg * rate
-            t = b
-    return t + (work - done)
+def _nonneg_array(name: str, values: Sequence[float]) -> np.ndarray:
+    """``values`` as a 1-D float array; :func:`nonneg`'s error for the first bad one."""
+    v = np.asarray(values, dtype=float).ravel()
+    bad = ~np.isfinite(v) | (v < 0)
+    if bad.any():
+        nonneg(name, list(values)[int(np.argmax(bad))])
+    return v
+
+
+class _Clock:
+    """Wall time at which a given amount of backward compute is done, compute slowed by 1 + σ
+    inside the communication intervals ``busy`` (disjoint, increasing: one FIFO stream).
+
+    :meth:`wall` walks the intervals from time 0; because the queries of :func:`overlap` are
+    nondecreasing and every interval appended afterwards starts at or after the last answer, the
+    walk resumes at the interval where the previous query stopped, with that interval's saved
+    (t, done) — the very values a walk from 0 reaches there, so results are bit-identical to
+    walking from 0 every time, in O(buckets) in total instead of O(buckets²).
+    """
+
+    __slots__ = ("_done", "_i", "_last", "_t", "busy", "sigma")
+
+    def __init__(self, sigma: float) -> None:
+        self.busy: list[tuple[float, float]] = []
+        self.sigma = sigma
+        self._i, self._t, self._done, self._last = 0, 0.0, 0.0, 0.0
+
+    def wall(self, work: float) -> float:
+        """Wall time of ``work`` compute-seconds; ``work`` nondecreasing across calls."""
+        busy = self.busy
+        if self.sigma == 0 or not busy:
+            return work
+        if work < self._last:  # not the pattern of overlap(): walk from 0
+            self._i, self._t, self._done = 0, 0.0, 0.0
+        self._last = work
+        rate = 1.0 / (1.0 + self.sigma)
+        t, done = self._t, self._done
+        for i in range(self._i, len(busy)):
+            self._i, self._t, self._done = i, t, done  # the state on entering interval i
+            a, b = busy[i]
+            if a > t:
+                if done + (a - t) >= work:
+                    return t + (work - done)
+                done += a - t
+                t = a
+            seg = b - (a if a > t else t)
+            if seg > 0:
+                if done + seg * rate >= work:
+                    return t + (work - done) / rate
+                done += seg * rate
+                t = b
+        self._i, self._t, self._done = len(busy), t, done
+        return t + (work - done)

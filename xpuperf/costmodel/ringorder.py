@@ -53,6 +53,7 @@ def cross_node_edges(
     """Number of the N edges of the closed ring whose two ranks sit on different nodes.
 
     Node-contiguous order on M > 1 nodes: M; fully interleaved: N. Raises as :func:`node_ids`.
+    Source: formulas.md §1 "Ring order" (the edges that go through a NIC).
     """
     nodes = node_ids(order, node_of, cards_per_node)
     if len(nodes) < 2:
@@ -65,7 +66,8 @@ def max_edges_leaving_node(
 ) -> int:
     """Largest number of ring edges leaving any one node (flows sharing that node's NICs).
 
-    Node-contiguous: 1; fully interleaved: G. Raises as :func:`node_ids`.
+    Node-contiguous: 1; fully interleaved: G. Raises as :func:`node_ids`. These flows share the
+    node's NIC bandwidth (formulas.md §1: β_e = NIC bandwidth / flows sharing it).
     """
     nodes = node_ids(order, node_of, cards_per_node)
     if len(nodes) < 2:

@@ -3,8 +3,10 @@
 - Random stragglers: per-rank compute time X i.i.d.; every step waits for the maximum over N
   ranks, E[max] = ∫ x d(F(x)^N). :func:`expected_max_normal` evaluates it for a normal F
   (coefficient of variation ``cv`` of the per-rank step compute);
-  :func:`expected_max_empirical` for measured samples (empirical CDF, no tail fit yet: beyond
-  the data it saturates at the sample maximum, an underestimate for N far above the sample count).
+  :func:`expected_max_empirical` for measured samples (empirical CDF: beyond the data it
+  saturates at the sample maximum, an underestimate for N far above the sample count);
+  :class:`~xpuperf.costmodel.tail.TailDist` adds a generalized Pareto tail beyond the data, and
+  :func:`random_straggler_s` uses it when given.
 - Deterministic stragglers: the step is at least the slowest card's compute — a constant factor
   :func:`deterministic_straggler_s`.
 
@@ -19,6 +21,7 @@ import numpy as np
 from scipy import stats
 
 from xpuperf.costmodel.checks import CostModelError, nonneg, positive_int
+from xpuperf.costmodel.tail import TailDist
 
 _GRID = np.linspace(-12.0, 12.0, 24001)
 
@@ -43,8 +46,14 @@ def expected_max_normal(mean_s: float, cv: float, n: int) -> float:
     return m + nonneg("cv", cv) * m * expected_max_std_normal(n)
 
 
-def random_straggler_s(mean_s: float, cv: float, n: int) -> float:
-    """Expected wait for the slowest of n ranks beyond the mean: E[max] − mean, seconds."""
+def random_straggler_s(mean_s: float, cv: float, n: int, tail: TailDist | None = None) -> float:
+    """Expected wait for the slowest of n ranks beyond the mean: E[max] − mean, seconds.
+
+    ``tail``: the measured distribution of per-rank compute RELATIVE to its mean (≈ 1); then the
+    wait is mean_s × (E[max of n] − E[X]) from the tail fit, and ``cv`` is not used. Otherwise
+    per-rank compute is Normal(mean, (cv·mean)²)."""
+    if tail is not None:
+        return nonneg("mean compute time", mean_s) * max(0.0, tail.excess(positive_int("n", n)))
     return expected_max_normal(mean_s, cv, n) - nonneg("mean compute time", mean_s)
 
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from xpuperf.costmodel.checks import CostModelError, positive_int
 
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2}
-"""Bytes per gradient element by dtype."""
+"""Bytes per gradient element by dtype (IEEE 754 binary32 / binary16; bfloat16 = 16 bits)."""
 
 Tensors = list[tuple[str, int]]
 
@@ -50,11 +50,21 @@ class Workload:
         name: preset name (or ``"params"`` for an even split).
         tensors: (name, element count) per parameter tensor, forward/registration order.
         note: what is counted (e.g. "without aux head").
+        macs: forward multiply-accumulates per sample owned by each tensor (same order as
+            ``tensors``; weights of conv / linear layers, 0 elsewhere), or None.
+
+    Raises:
+        CostModelError: ``macs`` is not one value per tensor.
     """
 
     name: str
     tensors: tuple[tuple[str, int], ...]
     note: str = ""
+    macs: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.macs is not None and len(self.macs) != len(self.tensors):
+            raise CostModelError("give one MAC count per parameter tensor")
 
     @property
     def n_params(self) -> int:
@@ -62,13 +72,51 @@ class Workload:
         return sum(n for _, n in self.tensors)
 
     def grad_bytes(self, dtype: str = "fp32") -> int:
-        """Total gradient bytes W for ``dtype``; raises :class:`CostModelError` if unknown."""
+        """Total gradient bytes W = parameters × bytes per element (formulas.md §4) for
+        ``dtype``; raises :class:`CostModelError` if unknown."""
         return self.n_params * dtype_bytes(dtype)
 
     def backward_sizes_B(self, dtype: str = "fp32") -> list[int]:
-        """Gradient bytes per tensor in the order backward produces them (reverse of forward)."""
+        """Gradient bytes per tensor in the order backward produces them (reverse of forward).
+
+        Raises :class:`CostModelError` for an unknown ``dtype``.
+        """
         b = dtype_bytes(dtype)
         return [n * b for _, n in reversed(self.tensors)]
+
+    @property
+    def forward_macs(self) -> float | None:
+        """Forward multiply-accumulates per sample of the layers that own parameters (conv and
+        linear), or None when the preset has no per-layer compute.
+
+        Conv: C_out · C_in · k_h · k_w · H_out · W_out; linear: F_in · F_out (the standard
+        dense-layer count; pooling, activations and normalisation left out).
+        """
+        return None if self.macs is None else float(sum(self.macs))
+
+    def backward_compute_s(self, t_backward_s: float) -> list[float] | None:
+        """Backward compute time per tensor, in backward order, seconds; None without MACs.
+
+        Backward of a conv / linear layer = the input gradient (dgrad) + the weight gradient
+        (wgrad), each as many MACs as the forward pass; the first layer needs no dgrad (the
+        input has no gradient). ``t_backward_s`` is split over the layers in proportion to
+        these MACs and charged to the layer's weight tensor, so each gradient is ready when its
+        layer's backward is done; bias and batch-norm gradients (no MACs) are ready with the
+        layer after them in backward order. Pooling, activations and normalisation are not
+        counted (an assumption: conv and linear MACs dominate CNN compute).
+
+        Returns one value per tensor, seconds; ``t_backward_s`` is not checked (no raise).
+        Source: backward ≈ 2 × forward compute (dgrad + wgrad), as in Kaplan et al. 2020
+        ("Scaling Laws for Neural Language Models", §2.1: 2N forward, 4N backward FLOPs/token).
+        """
+        if self.macs is None:
+            return None
+        first = next((i for i, m in enumerate(self.macs) if m > 0), None)
+        work = [m if i == first else 2.0 * m for i, m in enumerate(self.macs)]
+        total = sum(work)
+        if total <= 0:
+            return None
+        return [t_backward_s * x / total for x in reversed(work)]
 
 
 def dtype_bytes(dtype: str) -> int:
@@ -84,9 +132,22 @@ def dtype_bytes(dtype: str) -> int:
 # ------------------------------------------------------------------------------ building blocks
 
 
+class _Net(list):
+    """Parameter tensors (name, elements) in registration order, plus ``macs``: forward
+    multiply-accumulates per sample keyed by tensor name (weights of conv / linear layers)."""
+
+    def __init__(self, items=()) -> None:
+        super().__init__(items)
+        self.macs: dict[str, float] = {}
+
+
 def _conv(t: Tensors, name: str, cin: int, cout: int, kh: int, kw: int | None = None,
-          bias: bool = True) -> None:  # fmt: skip
-    t.append((f"{name}.weight", cout * cin * kh * (kh if kw is None else kw)))
+          bias: bool = True, hw: int | None = None) -> None:  # fmt: skip
+    """Conv weight (+ bias); ``hw`` = output height = width: MACs = cout·cin·kh·kw·hw²."""
+    n = cout * cin * kh * (kh if kw is None else kw)
+    t.append((f"{name}.weight", n))
+    if hw is not None and isinstance(t, _Net):
+        t.macs[f"{name}.weight"] = float(n * hw * hw)
     if bias:
         t.append((f"{name}.bias", cout))
 
@@ -97,13 +158,17 @@ def _bn(t: Tensors, name: str, c: int) -> None:
 
 def _linear(t: Tensors, name: str, fin: int, fout: int, bias: bool = True) -> None:
     t.append((f"{name}.weight", fin * fout))
+    if isinstance(t, _Net):
+        t.macs[f"{name}.weight"] = float(fin * fout)  # per sample (CNN heads); MACs = params
     if bias:
         t.append((f"{name}.bias", fout))
 
 
-def _basic(t: Tensors, name: str, cin: int, cout: int, kh: int, kw: int | None = None) -> None:
-    """Conv without bias + batch norm (torchvision ``BasicConv2d``, conv + BN in ResNet)."""
-    _conv(t, f"{name}.conv", cin, cout, kh, kw, bias=False)
+def _basic(t: Tensors, name: str, cin: int, cout: int, kh: int, kw: int | None = None,
+           hw: int | None = None) -> None:  # fmt: skip
+    """Conv without bias + batch norm (torchvision ``BasicConv2d``, conv + BN in ResNet);
+    ``hw`` = the conv's output size (for MACs)."""
+    _conv(t, f"{name}.conv", cin, cout, kh, kw, bias=False, hw=hw)
     _bn(t, f"{name}.bn", cout)
 
 
@@ -111,27 +176,35 @@ def _basic(t: Tensors, name: str, cin: int, cout: int, kh: int, kw: int | None =
 
 
 def _resnet(blocks: tuple[int, int, int, int]) -> Tensors:
-    t: Tensors = []
-    _basic(t, "stem", 3, 64, 7)
-    cin = 64
-    for stage, (n_blocks, width) in enumerate(zip(blocks, (64, 128, 256, 512), strict=True)):
+    """torchvision ResNet (v1.5: stride 2 on the 3×3 conv), 224×224 input: stem 112, then
+    stages at 56, 28, 14, 7."""
+    t = _Net()
+    _basic(t, "stem", 3, 64, 7, hw=112)
+    cin, res_in = 64, 56
+    for stage, (n_blocks, width, res) in enumerate(
+        zip(blocks, (64, 128, 256, 512), (56, 28, 14, 7), strict=True)
+    ):
         for b in range(n_blocks):
             p = f"layer{stage + 1}.{b}"
-            _basic(t, f"{p}.1", cin, width, 1)
-            _basic(t, f"{p}.2", width, width, 3)
-            _basic(t, f"{p}.3", width, 4 * width, 1)
+            _basic(t, f"{p}.1", cin, width, 1, hw=res_in if b == 0 else res)
+            _basic(t, f"{p}.2", width, width, 3, hw=res)
+            _basic(t, f"{p}.3", width, 4 * width, 1, hw=res)
             if b == 0:
-                _basic(t, f"{p}.downsample", cin, 4 * width, 1)
+                _basic(t, f"{p}.downsample", cin, 4 * width, 1, hw=res)
             cin = 4 * width
+        res_in = res
     _linear(t, "fc", 2048, 1000)
     return t
 
 
 def _vgg16() -> Tensors:
-    t: Tensors = []
+    """VGG-16 (config D), 224×224 input: 2 convs at 224, 2 at 112, 3 at 56, 3 at 28, 3 at 14."""
+    t = _Net()
     cin = 3
-    for i, c in enumerate((64, 64, 128, 128, 256, 256, 256, 512, 512, 512, 512, 512, 512)):
-        _conv(t, f"features.{i}", cin, c, 3)
+    for i, (c, hw) in enumerate(zip((64, 64, 128, 128, 256, 256, 256, 512, 512, 512, 512, 512, 512),
+                                    (224, 224, 112, 112, 56, 56, 56, 28, 28, 28, 14, 14, 14),
+                                    strict=True)):  # fmt: skip
+        _conv(t, f"features.{i}", cin, c, 3, hw=hw)
         cin = c
     _linear(t, "classifier.0", 512 * 7 * 7, 4096)
     _linear(t, "classifier.3", 4096, 4096)
@@ -140,10 +213,12 @@ def _vgg16() -> Tensors:
 
 
 def _alexnet() -> Tensors:
-    t: Tensors = []
-    for i, (cin, cout, k) in enumerate(((3, 64, 11), (64, 192, 5), (192, 384, 3), (384, 256, 3),
-                                        (256, 256, 3))):  # fmt: skip
-        _conv(t, f"features.{i}", cin, cout, k)
+    """torchvision AlexNet, 224×224 input: conv1 11×11/4 → 55, pool → 27, conv2 → 27, pool →
+    13, conv3–5 at 13, pool → 6 (9216 features)."""
+    t = _Net()
+    for i, (cin, cout, k, hw) in enumerate(((3, 64, 11, 55), (64, 192, 5, 27), (192, 384, 3, 13),
+                                            (384, 256, 3, 13), (256, 256, 3, 13))):  # fmt: skip
+        _conv(t, f"features.{i}", cin, cout, k, hw=hw)
     _linear(t, "classifier.1", 256 * 6 * 6, 4096)
     _linear(t, "classifier.4", 4096, 4096)
     _linear(t, "classifier.6", 4096, 1000)
@@ -151,54 +226,61 @@ def _alexnet() -> Tensors:
 
 
 def _inception_v3(aux: bool) -> Tensors:
-    t: Tensors = []
-    b = _basic
-    for name, cin, cout, k in (("Conv2d_1a", 3, 32, 3), ("Conv2d_2a", 32, 32, 3),
-                               ("Conv2d_2b", 32, 64, 3), ("Conv2d_3b", 64, 80, 1),
-                               ("Conv2d_4a", 80, 192, 3)):  # fmt: skip
-        b(t, name, cin, cout, k)
+    """torchvision Inception-v3, 299×299 input: stem 149, 147, 147, (pool) 73, 71, (pool) 35;
+    Mixed_5* at 35, Mixed_6a → 17, Mixed_6* at 17, Mixed_7a → 8, Mixed_7* at 8; the aux head
+    pools 17 → 5, then a 5×5 conv → 1."""
+    t = _Net()
+
+    def b(t: Tensors, name: str, cin: int, cout: int, kh: int, kw: int | None = None,
+          hw: int = 0) -> None:  # fmt: skip
+        _basic(t, name, cin, cout, kh, kw, hw=hw)
+
+    for name, cin, cout, k, hw in (("Conv2d_1a", 3, 32, 3, 149), ("Conv2d_2a", 32, 32, 3, 147),
+                                   ("Conv2d_2b", 32, 64, 3, 147), ("Conv2d_3b", 64, 80, 1, 73),
+                                   ("Conv2d_4a", 80, 192, 3, 71)):  # fmt: skip
+        b(t, name, cin, cout, k, hw=hw)
     for name, cin, pool in (("Mixed_5b", 192, 32), ("Mixed_5c", 256, 64), ("Mixed_5d", 288, 64)):
-        b(t, f"{name}.b1x1", cin, 64, 1)
-        b(t, f"{name}.b5x5_1", cin, 48, 1)
-        b(t, f"{name}.b5x5_2", 48, 64, 5)
-        b(t, f"{name}.b3x3dbl_1", cin, 64, 1)
-        b(t, f"{name}.b3x3dbl_2", 64, 96, 3)
-        b(t, f"{name}.b3x3dbl_3", 96, 96, 3)
-        b(t, f"{name}.pool", cin, pool, 1)
-    b(t, "Mixed_6a.b3x3", 288, 384, 3)
-    b(t, "Mixed_6a.b3x3dbl_1", 288, 64, 1)
-    b(t, "Mixed_6a.b3x3dbl_2", 64, 96, 3)
-    b(t, "Mixed_6a.b3x3dbl_3", 96, 96, 3)
+        b(t, f"{name}.b1x1", cin, 64, 1, hw=35)
+        b(t, f"{name}.b5x5_1", cin, 48, 1, hw=35)
+        b(t, f"{name}.b5x5_2", 48, 64, 5, hw=35)
+        b(t, f"{name}.b3x3dbl_1", cin, 64, 1, hw=35)
+        b(t, f"{name}.b3x3dbl_2", 64, 96, 3, hw=35)
+        b(t, f"{name}.b3x3dbl_3", 96, 96, 3, hw=35)
+        b(t, f"{name}.pool", cin, pool, 1, hw=35)
+    b(t, "Mixed_6a.b3x3", 288, 384, 3, hw=17)
+    b(t, "Mixed_6a.b3x3dbl_1", 288, 64, 1, hw=35)
+    b(t, "Mixed_6a.b3x3dbl_2", 64, 96, 3, hw=35)
+    b(t, "Mixed_6a.b3x3dbl_3", 96, 96, 3, hw=17)
     for name, c7 in (("Mixed_6b", 128), ("Mixed_6c", 160), ("Mixed_6d", 160), ("Mixed_6e", 192)):
-        b(t, f"{name}.b1x1", 768, 192, 1)
-        b(t, f"{name}.b7x7_1", 768, c7, 1)
-        b(t, f"{name}.b7x7_2", c7, c7, 1, 7)
-        b(t, f"{name}.b7x7_3", c7, 192, 7, 1)
-        b(t, f"{name}.b7x7dbl_1", 768, c7, 1)
+        b(t, f"{name}.b1x1", 768, 192, 1, hw=17)
+        b(t, f"{name}.b7x7_1", 768, c7, 1, hw=17)
+        b(t, f"{name}.b7x7_2", c7, c7, 1, 7, hw=17)
+        b(t, f"{name}.b7x7_3", c7, 192, 7, 1, hw=17)
+        b(t, f"{name}.b7x7dbl_1", 768, c7, 1, hw=17)
         for i, (kh, kw) in enumerate(((7, 1), (1, 7), (7, 1)), start=2):
-            b(t, f"{name}.b7x7dbl_{i}", c7, c7, kh, kw)
-        b(t, f"{name}.b7x7dbl_5", c7, 192, 1, 7)
-        b(t, f"{name}.pool", 768, 192, 1)
+            b(t, f"{name}.b7x7dbl_{i}", c7, c7, kh, kw, hw=17)
+        b(t, f"{name}.b7x7dbl_5", c7, 192, 1, 7, hw=17)
+        b(t, f"{name}.pool", 768, 192, 1, hw=17)
     if aux:
-        b(t, "AuxLogits.conv0", 768, 128, 1)
-        b(t, "AuxLogits.conv1", 128, 768, 5)
+        b(t, "AuxLogits.conv0", 768, 128, 1, hw=5)
+        b(t, "AuxLogits.conv1", 128, 768, 5, hw=1)
         _linear(t, "AuxLogits.fc", 768, 1000)
-    b(t, "Mixed_7a.b3x3_1", 768, 192, 1)
-    b(t, "Mixed_7a.b3x3_2", 192, 320, 3)
-    b(t, "Mixed_7a.b7x7x3_1", 768, 192, 1)
-    b(t, "Mixed_7a.b7x7x3_2", 192, 192, 1, 7)
-    b(t, "Mixed_7a.b7x7x3_3", 192, 192, 7, 1)
-    b(t, "Mixed_7a.b7x7x3_4", 192, 192, 3)
+    b(t, "Mixed_7a.b3x3_1", 768, 192, 1, hw=17)
+    b(t, "Mixed_7a.b3x3_2", 192, 320, 3, hw=8)
+    b(t, "Mixed_7a.b7x7x3_1", 768, 192, 1, hw=17)
+    b(t, "Mixed_7a.b7x7x3_2", 192, 192, 1, 7, hw=17)
+    b(t, "Mixed_7a.b7x7x3_3", 192, 192, 7, 1, hw=17)
+    b(t, "Mixed_7a.b7x7x3_4", 192, 192, 3, hw=8)
     for name, cin in (("Mixed_7b", 1280), ("Mixed_7c", 2048)):
-        b(t, f"{name}.b1x1", cin, 320, 1)
-        b(t, f"{name}.b3x3_1", cin, 384, 1)
-        b(t, f"{name}.b3x3_2a", 384, 384, 1, 3)
-        b(t, f"{name}.b3x3_2b", 384, 384, 3, 1)
-        b(t, f"{name}.b3x3dbl_1", cin, 448, 1)
-        b(t, f"{name}.b3x3dbl_2", 448, 384, 3)
-        b(t, f"{name}.b3x3dbl_3a", 384, 384, 1, 3)
-        b(t, f"{name}.b3x3dbl_3b", 384, 384, 3, 1)
-        b(t, f"{name}.pool", cin, 192, 1)
+        b(t, f"{name}.b1x1", cin, 320, 1, hw=8)
+        b(t, f"{name}.b3x3_1", cin, 384, 1, hw=8)
+        b(t, f"{name}.b3x3_2a", 384, 384, 1, 3, hw=8)
+        b(t, f"{name}.b3x3_2b", 384, 384, 3, 1, hw=8)
+        b(t, f"{name}.b3x3dbl_1", cin, 448, 1, hw=8)
+        b(t, f"{name}.b3x3dbl_2", 448, 384, 3, hw=8)
+        b(t, f"{name}.b3x3dbl_3a", 384, 384, 1, 3, hw=8)
+        b(t, f"{name}.b3x3dbl_3b", 384, 384, 3, 1, hw=8)
+        b(t, f"{name}.pool", cin, 192, 1, hw=8)
     _linear(t, "fc", 2048, 1000)
     return t
 
@@ -264,7 +346,10 @@ def model(name: str) -> Workload:
     key = name.lower().replace("_", "-")
     for preset_name, (build, note) in _PRESETS.items():
         if preset_name.replace("_", "-") == key:
-            return Workload(preset_name, tuple(build()), note)
+            t = build()
+            macs = getattr(t, "macs", None)
+            per = tuple(macs.get(n, 0.0) for n, _ in t) if macs else None
+            return Workload(preset_name, tuple(t), note, per)
     raise CostModelError(
         f"unknown model {name!r}; use one of {', '.join(MODEL_PRESETS)} or --params"
     )

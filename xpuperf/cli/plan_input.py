@@ -1,0 +1,111 @@
+"""``xpuperf plan`` options for a measured run (``--from-log``) and the input pipeline
+(``--workers``, ``--prefetch``, ``--pinned/--no-pinned``, ``--input-time``, ``--input-mb``,
+``--loader-numa``):
+checked here (bad or contradictory combinations raise :class:`~xpuperf.errors.UsageError`, exit 2)
+and turned into :class:`~xpuperf.costmodel.estimate.Settings` keywords.
+"""
+
+from __future__ import annotations
+
+import math
+
+from xpuperf.advice.measured import Measured, from_log
+from xpuperf.costmodel import input as inp
+from xpuperf.errors import UsageError
+from xpuperf.topology.model import Cluster
+
+EXAMPLE_BUCKET_MB = 4.0
+"""Bundled example: DDP buckets of 4 MiB (smaller than DDP's 25 MiB default)."""
+EXAMPLE_INPUT = {"input_time": 0.12, "workers": 0, "pinned": False, "input_mb": 0.524288,
+                 "loader_numa": "unbound"}  # fmt: skip
+"""Bundled example: PyTorch DataLoader defaults (``num_workers=0``, ``pin_memory=False``, no NUMA
+binding) with on-the-fly tokenisation and masking costing 0.12 s of one core per batch of 32
+sequences (≈ 3.75 ms per 512-token sequence: an assumption for a Python tokenizer, not a
+measurement); the batch is 4 int64 tensors of 32 × 512 = 0.52 MB."""
+
+
+def read_measured(path: str | None, step_time: float | None, model_name: str | None,
+                  params: int | None, batch_size: float | None,
+                  fmt: str | None = None) -> Measured | None:  # fmt: skip
+    """The measured run of ``--from-log PATH`` (None without it); contradictions exit 2."""
+    if path is None:
+        if fmt is not None:
+            raise UsageError("--format applies to --from-log PATH; give the log too")
+        return None
+    if step_time is not None:
+        raise UsageError("give --step-time S or --from-log PATH, not both")
+    if model_name is None and params is None:
+        raise UsageError("--from-log gives the step time; also give --model NAME or --params N "
+                         "(the gradients to allreduce)")  # fmt: skip
+    return from_log(path, batch_size, fmt=fmt)
+
+
+def _check(workers: int | None, prefetch: int | None, input_time: float | None,
+           input_mb: float | None, loader_numa: str | None) -> None:  # fmt: skip
+    if workers is not None and workers < 0:
+        raise UsageError(f"--workers must be >= 0, got {workers}")
+    if prefetch is not None and prefetch < 1:
+        raise UsageError(f"--prefetch must be >= 1 (batches per worker), got {prefetch}")
+    if input_time is not None and not (math.isfinite(input_time) and input_time > 0):
+        raise UsageError(f"--input-time must be a positive number of seconds, got {input_time}")
+    if input_mb is not None and not (math.isfinite(input_mb) and input_mb >= 0):
+        raise UsageError(f"--input-mb must be a number of MB >= 0, got {input_mb}")
+    if loader_numa is not None and loader_numa not in inp.NUMA_PLACEMENTS:
+        raise UsageError(f"--loader-numa must be one of {'|'.join(inp.NUMA_PLACEMENTS)}, "
+                         f"got {loader_numa!r}")  # fmt: skip
+
+
+def input_settings(cluster: Cluster, measured: Measured | None, *, example: bool,
+                   workers: int | None, prefetch: int | None, pinned: bool | None,
+                   input_time: float | None, input_mb: float | None,
+                   loader_numa: str | None) -> tuple[dict, list[str]]:  # fmt: skip
+    """Settings keywords (``loader``, stragglers, ``backward_fraction``) and notes."""
+    _check(workers, prefetch, input_time, input_mb, loader_numa)
+    given = [n for n, v in (("--workers", workers), ("--prefetch", prefetch),
+                            ("--pinned/--no-pinned", pinned), ("--input-mb", input_mb),
+                            ("--loader-numa", loader_numa)) if v is not None]  # fmt: skip
+    notes: list[str] = []
+    kw: dict = {}
+    if measured is not None:
+        kw.update(compute_cv=measured.compute_cv, slowest_factor=measured.slowest_factor,
+                  straggler_tail=measured.tail)  # fmt: skip
+        if measured.backward_fraction is not None:
+            kw["backward_fraction"] = measured.backward_fraction
+        if measured.tail is not None:
+            notes.append(f"random stragglers: E[max over N ranks] of the measured per-rank "
+                         f"compute ({measured.tail})")  # fmt: skip
+    if example and input_time is None and not given:
+        ex = EXAMPLE_INPUT
+        input_time, workers, pinned = ex["input_time"], ex["workers"], ex["pinned"]
+        input_mb, loader_numa = ex["input_mb"], ex["loader_numa"]
+        notes.append("example input: 0.12 s of one core per batch, PyTorch DataLoader defaults "
+                     "(num_workers=0, pin_memory=False, no NUMA binding)")  # fmt: skip
+    data = measured.data if measured is not None else None
+    if input_time is None and data is None:
+        if given:
+            verb = "needs" if len(given) == 1 else "need"
+            raise UsageError(f"{', '.join(given)} {verb} an input time: give --input-time S "
+                             "(or --from-log with a data-time column)")  # fmt: skip
+        return kw, notes
+    if workers is None:
+        workers = 1 if input_time is not None else 0
+        if workers == 0:
+            notes.append("the log's data time is taken as loaded in the training process "
+                         "(num_workers=0); give --workers N if the run used workers")  # fmt: skip
+    if prefetch is not None and workers == 0:
+        raise UsageError("--prefetch needs --workers >= 1 (PyTorch: prefetch_factor only with "
+                         "worker processes)")  # fmt: skip
+    numa = loader_numa or "unbound"
+    t = input_time if input_time is not None else data.mean_s
+    host = inp.Host.of(cluster.nodes[0])
+    lo = inp.Loader(
+        t / inp.cpu_factor(numa, host), workers,
+        prefetch or inp.DEFAULT_PREFETCH_FACTOR, True if pinned is None else pinned,
+        (input_mb or 0.0) * 1e6, numa, data,
+    )  # fmt: skip
+    kw["loader"] = lo
+    depth = f", prefetch {lo.depth} batches" if workers else ""
+    notes.append(f"input: {t * 1e3:.3g} ms of one core per batch ({numa} NUMA), {workers} "
+                 f"workers{depth}, {'pinned' if lo.pinned else 'pageable'} H2D copy of "
+                 f"{lo.batch_bytes / 1e6:.3g} MB")  # fmt: skip
+    return kw, notes
