@@ -19,7 +19,6 @@ HTML in labels); the template escapes everything else.
 
 from __future__ import annotations
 
-import html
 import math
 from typing import Any
 
@@ -27,8 +26,19 @@ import numpy as np
 import pandas as pd
 
 from xpuperf.analysis.results import AnalyzeResult
+from xpuperf.report.plotting import (  # re-exported: other report modules import them from here
+    FONT,  # noqa: F401
+    MAX_POINTS,
+    _label,
+    _layout,
+    _line,
+    minmax_indices,
+    natural_key,
+    num,  # noqa: F401
+    pct,
+    ptext,
+)
 
-MAX_POINTS = 2000
 MAX_HEATMAP_COLS = 400
 MAX_RANKS = 256
 MAX_TABLE_ROWS = 200
@@ -40,97 +50,12 @@ TBL_STRAGGLERS = "tbl-stragglers"
 TBL_NODES = "tbl-nodes"
 TBL_FINDINGS = "tbl-findings"
 
-FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif'
 PHASE_COLORS = {
     "compute_s": "#4c78a8",
     "comm_s": "#e45756",
     "data_s": "#f58518",
     "other_s": "#9d9d9d",
 }
-
-
-def ptext(s: object) -> str:
-    """A string safe for plotly.js labels: ``<``, ``>``, ``&`` and quotes become entities."""
-    return html.escape(str(s), quote=True)
-
-
-def pct(x: float | None, digits: int = 1) -> str:
-    """``0.123`` → ``"12.3%"``; None/NaN → ``"n/a"``."""
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "n/a"
-    return f"{100 * x:.{digits}f}%"
-
-
-def num(x: float | None, fmt: str = ".4f", unit: str = "") -> str:
-    """Format a number with an optional unit; None/NaN → ``"n/a"``."""
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "n/a"
-    return f"{x:{fmt}}{(' ' + unit) if unit else ''}"
-
-
-def minmax_indices(y: np.ndarray, max_points: int = MAX_POINTS) -> np.ndarray:
-    """Indices of a min/max-preserving downsample of ``y`` to at most ``max_points`` points.
-
-    The series is cut into ``max_points // 2`` buckets; each contributes the index of its minimum
-    and of its maximum (in order), so a one-step spike is never averaged away. NaN-only buckets
-    contribute their first index.
-    """
-    n = len(y)
-    if n <= max_points:
-        return np.arange(n)
-    buckets = np.array_split(np.arange(n), max(1, max_points // 2))
-    keep: list[int] = []
-    for b in buckets:
-        seg = y[b]
-        if np.isnan(seg).all():
-            keep.append(int(b[0]))
-            continue
-        keep.extend(sorted({int(b[np.nanargmin(seg)]), int(b[np.nanargmax(seg)])}))
-    return np.asarray(keep, dtype=int)
-
-
-def _line(
-    *, x: float | None = None, y: float | None = None, color: str, dash: str, width: int
-) -> dict[str, Any]:
-    """A full-height vertical line at ``x`` or a full-width horizontal line at ``y``."""
-    if x is not None:
-        pos = {"xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1}
-    else:
-        pos = {"xref": "paper", "yref": "y", "x0": 0, "x1": 1, "y0": y, "y1": y}
-    return {"type": "line", **pos, "line": {"color": color, "width": width, "dash": dash}}
-
-
-def _label(
-    text: str, *, x: float, y: float, xref: str = "x", yref: str = "y", xanchor: str = "right"
-) -> dict[str, Any]:
-    """A small text annotation without an arrow."""
-    return {
-        "text": text,
-        "x": x,
-        "y": y,
-        "xref": xref,
-        "yref": yref,
-        "xanchor": xanchor,
-        "yanchor": "bottom",
-        "showarrow": False,
-        "font": {"size": 11},
-    }
-
-
-def _layout(title: str, xtitle: str, ytitle: str, **extra: Any) -> dict[str, Any]:
-    lay: dict[str, Any] = {
-        "title": {"text": title, "x": 0.01, "font": {"size": 15}},
-        "font": {"family": FONT, "size": 12},
-        "xaxis": {"title": {"text": xtitle}},
-        "yaxis": {"title": {"text": ytitle}, "automargin": True},
-        "margin": {"l": 70, "r": 20, "t": 50, "b": 50},
-        "legend": {"orientation": "h", "y": -0.18},
-        "hovermode": "closest",
-        "paper_bgcolor": "#ffffff",
-        "plot_bgcolor": "#fafafa",
-    }
-    lay.update(extra)
-    return lay
 
 
 def _all_job_steps(result: AnalyzeResult) -> pd.DataFrame:
@@ -284,6 +209,8 @@ def heatmap_figure(
     else:
         st = st.assign(col=st["step"])
     grid = st.pivot_table(index="row", columns="col", values="rel", aggfunc="mean")
+    if row_label == "node":
+        grid = grid.reindex(sorted(grid.index, key=natural_key))
     labels = [
         f"rank {r}" + (f" ({nodes[r]})" if r in nodes.index else "")
         if row_label == "rank"
@@ -340,6 +267,7 @@ def breakdown_figure(result: AnalyzeResult, max_ranks: int = MAX_RANKS) -> dict[
     if len(pr) > max_ranks and "node" in pr.columns and pr["node"].notna().any():
         n = len(pr)
         pr = pr.groupby(pr["node"].fillna("?"), sort=True)[list(PHASE_COLORS)].mean()
+        pr = pr.reindex(sorted(pr.index, key=natural_key))
         labels = [ptext(s) for s in pr.index]
         note = f"{n} ranks > {max_ranks}: bars are nodes (mean of their ranks)."
         xlab = "node"

@@ -134,3 +134,47 @@ def render_compare_markdown(result: CompareResult) -> str:
     lines += _table(t["columns"], t["rows"])
     lines += ["", *[f"*{md_escape(n)}*" for n in result.notes]]
     return _cap(lines)
+
+
+def render_plan_markdown(doc: dict) -> str:
+    """A Markdown summary of a plan from its ``xpuperf.plan/1`` document (< :data:`MAX_BYTES`).
+
+    The data of the HTML page's three figures as tables: speedup vs cards for the current
+    settings and with each fix (``fix_curves``), the step-time breakdown vs cards (ms), and the
+    ranked fixes; then the assumptions and notes. Every string is escaped (:func:`md_escape`).
+    """
+    from xpuperf.report import figures_plan as fp
+
+    target = doc["target_cards"]
+    w, c = doc["workload"], doc["cluster"]
+    lines = [f"## xpuperf plan — {md_escape(w['name'])} on {md_escape(c['name'])}", ""]
+    lines += _table(["", "value"], [[k, v] for k, v in fp.summary_rows(doc)])
+    curves = doc.get("fix_curves")
+    if curves:
+        lines += ["", "### Speedup vs cards (current settings and with each fix)", ""]
+        head = ["cards", "current", *[f"with {f['name']}" for f in curves["fixes"]]]
+        rows = [
+            [
+                f"{n} (target)" if n == target else str(n),
+                *[
+                    "n/a" if y is None else f"{y:.3f}"
+                    for y in (curves["current"][i], *[f["speedup"][i] for f in curves["fixes"]])
+                ],
+            ]
+            for i, n in enumerate(curves["cards"])
+        ]
+        lines += _table(head, rows)
+    t = fp.scaling_table(doc)
+    lines += ["", "### Step time breakdown vs cards", ""]
+    lines += _table(t["columns"], t["rows"])
+    t = fp.fixes_table(doc)
+    lines += ["", f"### Ranked fixes at {target} cards", ""]
+    lines += _table(t["columns"], t["rows"]) if t["rows"] else [t["empty"]]
+    notes = [
+        *(doc.get("assumptions") or []),
+        *(doc.get("notes") or []),
+        *((curves or {}).get("notes") or []),
+    ]
+    if notes:
+        lines += ["", *[f"- {md_escape(n)}" for n in notes]]
+    return _cap(lines)

@@ -67,3 +67,25 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)
         raise UsageError(f"cannot write {path}: {e.strerror}") from None
+    except BaseException:  # Ctrl-C (KeyboardInterrupt) or any error mid-write: no temp file left
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_markdown_outputs(text: str, md_out: str | None) -> str | None:
+    """Write a Markdown summary to ``md_out`` and append it to ``$GITHUB_STEP_SUMMARY`` when set.
+
+    Returns a warning (one line) when the step summary cannot be appended — a CI convenience
+    must not fail the run — else None. Raises :class:`UsageError` when ``md_out`` cannot be
+    written (:func:`write_text_atomic`).
+    """
+    if md_out:
+        write_text_atomic(md_out, text)
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_path:
+        try:
+            with Path(summary_path).open("a", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as e:
+            return f"cannot append to $GITHUB_STEP_SUMMARY: {e}"
+    return None

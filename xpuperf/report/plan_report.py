@@ -3,8 +3,11 @@
 Keys CI jobs may rely on (a contract; additions only within /1): ``scaling[]`` with ``cards``,
 ``speedup``, ``step_time_s``, ``breakdown`` (``compute_s``, ``exposed_comm_s``,
 ``input_stall_s``, ``straggler_s``, ``other_s``); ``fixes[]`` with ``name``, ``setting``,
-``speedup_before``, ``speedup_after``, ``gain`` (best first); ``target_cards``. Seconds
-throughout; NaN and infinities become null.
+``speedup_before``, ``speedup_after``, ``gain`` (best first); ``target_cards``; ``fix_curves``
+with ``cards`` (the plan's counts plus the target, ascending), ``current`` (speedup at each) and
+``fixes[]`` (``name``, ``lever``, ``setting``, ``speedup[]``, ``step_time_s[]`` at each count; at
+the target ``speedup`` equals the fix's ``speedup_after``) and ``notes``. Seconds throughout;
+NaN and infinities become null.
 """
 
 from __future__ import annotations
@@ -69,10 +72,23 @@ def to_dict(result: PlanResult) -> dict[str, Any]:
                 }
                 for f in result.fixes
             ],
+            "fix_curves": _curves(result),
             "assumptions": list(e.assumptions),
             "notes": list(result.notes),
         }
     )
+
+
+def _curves(result: PlanResult) -> dict[str, Any] | None:
+    c = result.fix_curves
+    if c is None:
+        return None
+    return {
+        "cards": list(c.cards),
+        "current": list(c.current),
+        "fixes": [dataclasses.asdict(f) for f in c.fixes],
+        "notes": list(c.notes),
+    }
 
 
 def render_json(result: PlanResult) -> str:
@@ -96,18 +112,25 @@ def render_terminal(result: PlanResult, console: Console) -> None:
     )
     table = Table(title="Scaling (times in ms)", title_justify="left", box=box.SIMPLE_HEAD,
                   pad_edge=False)  # fmt: skip
-    for col in ("cards", "speedup", "step", "compute", "comm", "stall", "strag", "other",
-                "algorithm", "samples/s"):  # fmt: skip
-        table.add_column(col, justify="left" if col == "algorithm" else "right", no_wrap=True,
-                         min_width=max(len(col), 7))  # fmt: skip
+    cols = ("cards", "speedup", "step", "compute", "comm", "stall", "strag", "other", "algorithm",
+            "samples/s")  # fmt: skip
+    rows = []
     for p in e.points:
         b = p.breakdown
         thr = "" if p.throughput_samples_per_s is None else f"{p.throughput_samples_per_s:,.0f}"
-        table.add_row(
+        rows.append((
             str(p.cards), f"{p.speedup:.3f}", _ms(p.step_time_s), _ms(b["compute_s"]),
             _ms(b["exposed_comm_s"]), _ms(b["input_stall_s"]), _ms(b["straggler_s"]),
             _ms(b["other_s"]), p.algorithm, thr,
-        )  # fmt: skip
+        ))  # fmt: skip
+    for i, col in enumerate(cols):
+        # never cut a number: each column is at least as wide as its widest cell (a narrow
+        # terminal wraps the line instead of printing "51,8" for 51,834)
+        width = max([len(col), *(len(r[i]) for r in rows)])
+        table.add_column(col, justify="left" if col == "algorithm" else "right", no_wrap=True,
+                         min_width=width)  # fmt: skip
+    for r in rows:
+        table.add_row(*r)
     console.print(table)
     console.print("comm = exposed communication; other = compute slowed by overlapping comm",
                   style="dim", markup=False)  # fmt: skip

@@ -1,0 +1,254 @@
+"""Renderers of a :class:`~xpuperf.calibrate.run.CalibrationResult` (``xpuperf calibrate``).
+
+Presentation lives in ``xpuperf/report/``; :mod:`xpuperf.calibrate.render` re-exports this module
+for existing imports.
+
+- :func:`to_json_dict` / :func:`render_json`: ``xpuperf.calibrate/1`` (``--json``);
+- :func:`to_calibration_dict` / :func:`render_calibration_yaml`: ``xpuperf.calibration/1``
+  (``-o``), the constants the cost model reads (format in docs/calibrate.md);
+- :func:`render_terminal`: a rich summary.
+
+Floats that are NaN or infinite become ``null``; numbers are rounded to 4 significant digits in
+the YAML (it is read by people too), kept whole in the JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from xpuperf import __version__
+
+if TYPE_CHECKING:  # annotations only: report/ must not import calibrate/ at run time (cycle)
+    from xpuperf.calibrate.fit import Fit
+    from xpuperf.calibrate.run import CalibrationResult
+
+JSON_SCHEMA = "xpuperf.calibrate/1"
+CALIBRATION_SCHEMA = "xpuperf.calibration/1"
+
+
+def _num(x: Any, sig: int | None = None) -> Any:
+    if x is None:
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return x
+    if not math.isfinite(v):
+        return None
+    if sig is not None and v != 0:
+        v = round(v, sig - 1 - math.floor(math.log10(abs(v))))
+    return v
+
+
+def _pair(p: tuple[float, float] | None, sig: int | None = None) -> list | None:
+    return None if p is None else [_num(p[0], sig), _num(p[1], sig)]
+
+
+def _level(fit: Fit) -> str | None:
+    if fit.nodes is None:
+        return None
+    return "net" if fit.nodes > 1 else "intra"
+
+
+def _fit_core(fit: Fit, sig: int | None) -> dict[str, Any]:
+    return {
+        "collective": fit.collective,
+        "ranks": fit.ranks,
+        "nodes": fit.nodes,
+        "level": _level(fit),
+        "bus_factor": _num(fit.bus_factor, sig),
+        "latency_us": _num(fit.latency_us, sig),
+        "latency_ci95_us": _pair(fit.latency_ci95_us, sig),
+        "latency_floor_observed": fit.latency_floor_observed,
+        "busbw_GBps": _num(fit.busbw_GBps, sig),
+        "busbw_ci95_GBps": _pair(fit.busbw_ci95_GBps, sig),
+        "lines": [
+            {
+                "alpha_us": _num(ln.alpha_us, sig),
+                "busbw_GBps": _num(ln.busbw_GBps, sig),
+                "from_bytes": ln.from_bytes,
+                "to_bytes": ln.to_bytes,
+            }
+            for ln in fit.lines
+        ],
+        "accuracy": {
+            k: _num(v, sig) if not isinstance(v, bool) else v for k, v in fit.accuracy().items()
+        },
+        "sources": fit.sources,
+    }
+
+
+def to_json_dict(result: CalibrationResult) -> dict[str, Any]:
+    """The ``xpuperf.calibrate/1`` document (see docs/calibrate.md)."""
+    fits = []
+    for fit in result.fits:
+        d = _fit_core(fit, None)
+        d["points"] = [
+            {
+                "size_bytes": int(r.size_bytes),
+                "measured_busbw_GBps": _num(r.measured_busbw_GBps),
+                "predicted_busbw_GBps": _num(r.predicted_busbw_GBps),
+                "fitted_busbw_GBps": _num(r.fitted_busbw_GBps),
+                "measured_time_us": _num(r.measured_time_us),
+                "loo_error": _num(r.loo_error),
+            }
+            for r in fit.points.itertuples()
+        ]
+        fits.append(d)
+    inputs = [
+        {
+            "path": path,
+            "header_line": t.header_line,
+            "collective": t.collective,
+            "collective_source": t.collective_source,
+            "ranks": t.ranks,
+            "ranks_source": t.ranks_source or None,
+            "nodes": t.nodes,
+            "hosts": t.hosts,
+            "devices": t.devices,
+            "rows": t.rows,
+            "avg_busbw_GBps": _num(t.avg_busbw_GBps),
+            "out_of_bounds": t.out_of_bounds,
+            "nccl_version": t.nccl_version,
+            "nccl_tests_version": t.nccl_tests_version,
+        }
+        for path, t in result.tables
+    ]
+    return {
+        "schema": JSON_SCHEMA,
+        "xpuperf_version": __version__,
+        "measurement": result.measurement,
+        "topology": result.topology,
+        "inputs": inputs,
+        "fits": fits,
+        "findings": [f.to_dict() for f in result.findings],
+        "warnings": result.warnings,
+    }
+
+
+def render_json(result: CalibrationResult) -> str:
+    """``to_json_dict`` as indented JSON text with a final newline."""
+    return json.dumps(to_json_dict(result), indent=2, allow_nan=False) + "\n"
+
+
+def topology_ref(topology: str | None, output_path: str | Path | None) -> str | None:
+    """How the calibration file names the topology it was fitted against: a preset name as
+    given, or an existing topology file's path relative to the folder of ``output_path`` (the
+    calibration file), so that ``xpuperf plan --topology CALIBRATION`` finds it from anywhere.
+    Without ``output_path`` the path is kept as given."""
+    if topology is None:
+        return None
+    if output_path is None or not Path(topology).is_file():
+        return topology
+    base = Path(output_path).resolve().parent
+    return Path(os.path.relpath(Path(topology).resolve(), base)).as_posix()
+
+
+def to_calibration_dict(
+    result: CalibrationResult, output_path: str | Path | None = None
+) -> dict[str, Any]:
+    """The ``xpuperf.calibration/1`` document: fits without points, plus ``levels``.
+
+    ``topology`` (only when the calibration was made with ``--topology``): the preset name or
+    the topology file's path relative to ``output_path`` (:func:`topology_ref`).
+    ``levels.net`` / ``levels.intra``: latency and busbw of the all_reduce fit (else any
+    collective) with the most ranks among multi-node / single-node groups.
+    """
+    fits = [_fit_core(f, 4) for f in result.fits]
+    levels: dict[str, Any] = {}
+    for level in ("intra", "net"):
+        cands = [f for f in result.fits if _level(f) == level]
+        if not cands:
+            continue
+        best = max(cands, key=lambda f: (f.collective == "all_reduce", f.ranks or 0))
+        levels[level] = {
+            "latency_us": _num(best.latency_us, 4),
+            "busbw_GBps": _num(best.busbw_GBps, 4),
+            "from": {"collective": best.collective, "ranks": best.ranks, "nodes": best.nodes},
+        }
+    doc: dict[str, Any] = {
+        "schema": CALIBRATION_SCHEMA,
+        "xpuperf_version": __version__,
+        "measurement": result.measurement,
+    }
+    if result.topology is not None:
+        doc["topology"] = topology_ref(result.topology, output_path)
+    doc.update(sources=sorted({p for p, _ in result.tables}), levels=levels, fits=fits)
+    return doc
+
+
+def render_calibration_yaml(
+    result: CalibrationResult, output_path: str | Path | None = None
+) -> str:
+    """``to_calibration_dict`` as YAML (keys in document order); ``output_path``: where it is
+    written (the topology path is made relative to its folder)."""
+    header = (
+        "# xpuperf calibration: α–β fits of nccl-tests measurements (docs/calibrate.md).\n"
+        "# t(S) = min over lines of alpha_us + bus_factor·S / busbw_GBps (S bytes, t µs).\n"
+    )
+    return header + yaml.safe_dump(
+        to_calibration_dict(result, output_path), sort_keys=False, allow_unicode=True, width=100
+    )
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit, f in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= f:
+            return f"{n / f:g} {unit}"
+    return f"{int(n)} B"
+
+
+def _pct(x: Any) -> str:
+    return "n/a" if x is None else f"{x:.1%}"
+
+
+def render_terminal(result: CalibrationResult, console: Console) -> None:
+    """Print the fits, their held-out accuracy and the findings."""
+    table = Table(title=f"xpuperf calibrate ({result.measurement} timings)", title_justify="left")
+    table.add_column("collective", no_wrap=True)
+    for col in ("ranks", "nodes", "lat µs", "busbw GB/s", "lines", "LOO bw", "LOO lat", "ok"):
+        table.add_column(col, justify="right")
+    for f in result.fits:
+        acc = f.accuracy()
+        lat = f"{f.latency_us:.3g}" + ("" if f.latency_floor_observed else "*")
+        ok = acc["meets_target"]
+        table.add_row(
+            f.collective,
+            str(f.ranks if f.ranks is not None else "?"),
+            str(f.nodes if f.nodes is not None else "?"),
+            lat,
+            f"{f.busbw_GBps:.3g}",
+            str(len(f.lines)),
+            _pct(acc["busbw_max_err_ge_1MiB"]),
+            _pct(acc["latency_floor_err"]),
+            "n/a" if ok is None else ("yes" if ok else "NO"),
+        )
+    console.print(table)
+    console.print(
+        "LOO bw: max held-out busbw error for sizes ≥ 1 MiB (target 15 %); LOO lat: held-out "
+        "error of the latency floor (target 25 %); * latency extrapolated (no small sizes).",
+        style="dim",
+        markup=False,
+    )
+    for f in result.fits:
+        if len(f.lines) > 1:
+            parts = [
+                f"{_fmt_bytes(ln.from_bytes)}–{_fmt_bytes(ln.to_bytes)}: "
+                f"α {ln.alpha_us:.3g} µs, {ln.busbw_GBps:.3g} GB/s"
+                for ln in f.lines
+            ]
+            console.print(f"  {f.collective} {f.ranks}r: " + "; ".join(parts), markup=False)
+    for fnd in result.findings:
+        style = {"error": "bold red", "warning": "yellow", "info": "dim"}[fnd.severity.value]
+        console.print(f"{fnd.code} {fnd.severity.value}: ", style=style, end="", markup=False)
+        console.print(fnd.message, markup=False)
+    if not result.findings:
+        console.print("no findings", style="green")
