@@ -100,14 +100,17 @@ def validate(df: pd.DataFrame, source: str = "step table") -> pd.DataFrame:
     if df.empty:
         raise InputError(f"{source} has no rows with a usable step time")
     st = df["step_time_s"].to_numpy(dtype="float64")
-    if not np.all(np.isfinite(st)) or np.any(st <= 0):
+    if not (st.min() > 0 and st.max() < np.inf):  # min/max are NaN when a NaN is present
         raise InputError(f"{source}: step_time_s must be finite and > 0 in every row")
     for col in PHASES:
         if col in df.columns:
             v = df[col].to_numpy(dtype="float64")
-            if np.any(v[np.isfinite(v)] < 0):
+            if np.fmin.reduce(v) < 0 and np.any(v[np.isfinite(v)] < 0):  # fmin skips NaN
                 raise InputError(f"{source}: {col} has negative values")
     r, s = df["rank"].to_numpy(), df["step"].to_numpy()
+    dr = np.diff(r)
+    if len(r) > 1 and dr.min() >= 0 and np.all((dr > 0) | (s[1:] > s[:-1])):
+        return df.reset_index(drop=True)  # sorted, no duplicate: readers emit (rank, step) order
     if len(r) > 1 and np.all(r[1:] >= r[:-1]) and np.all((r[1:] > r[:-1]) | (s[1:] >= s[:-1])):
         out = df.reset_index(drop=True)  # already sorted: readers emit (rank, step) order
     else:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from xpuperf import steps as st
 from xpuperf.analysis.breakdown import decompose
+from xpuperf.analysis.grid import grid_of
 from xpuperf.analysis.jitter import analyze_jitter
 from xpuperf.analysis.results import AnalyzeResult, Summary, WarmupResult
 from xpuperf.analysis.series import job_steps
@@ -32,6 +33,7 @@ def analyze(
     speedup_target: float = 0.9,
     sources: Sequence[str] = (),
     read_warnings: Sequence[str] = (),
+    job: pd.DataFrame | None = None,
 ) -> AnalyzeResult:
     """Analyse one run.
 
@@ -43,6 +45,8 @@ def analyze(
         straggler_threshold: slowdown (fraction) above which a rank is a straggler.
         speedup_target: speedup below which XP304 fires.
         sources, read_warnings: passed through from the reader for the report.
+        job: the per-step series of ``table`` as :func:`job_steps` returns it, when an engine
+            (:mod:`xpuperf.engine`) has already computed it; None computes it here.
 
     Returns:
         :class:`AnalyzeResult`; findings sorted most severe first.
@@ -52,15 +56,16 @@ def analyze(
     """
     table = st.validate(table, source="step table")
     findings: list[Finding] = []
+    grid = grid_of(table)  # every rank has the same steps: the fast path (analysis/grid.py)
 
-    job = job_steps(table)
+    job = job_steps(table, grid) if job is None else job
     warm = detect_warmup(job, warmup)
     if warm.first_steady_step is None:
         raise UsageError(
             f"--warmup {warmup} excludes every step: the run has {len(job)} step(s); "
             "use a smaller --warmup"
         )
-    steady = split_warmup(table, warm)
+    steady = grid.after(warm.first_steady_step) if grid else split_warmup(table, warm)
     steady_job = split_warmup(job, warm)
     wf = warmup_finding(job, warm)
     if wf is not None:
@@ -78,7 +83,7 @@ def analyze(
         base_steady = split_warmup(baseline, bw)
     breakdown, f = decompose(steady, base_steady, speedup_target=speedup_target)
     findings += f
-    findings += _quality_findings(table, read_warnings)
+    findings += _quality_findings(table, read_warnings, grid is not None)
 
     spikes = set(jitter.spike_steps) if jitter else set()
     job_out = steady_job[["step", "step_time_s", "fps"]].reset_index(drop=True)
@@ -91,7 +96,8 @@ def analyze(
             "step_time_s": table["step_time_s"],
             "work_s": work,
             "warmup": table["step"] < warm.first_steady_step,
-        }
+        },
+        copy=False,
     )
     findings.sort(key=lambda x: -x.severity.rank)
     return AnalyzeResult(
@@ -111,7 +117,7 @@ def analyze(
 def _summary(table: pd.DataFrame, steady_job: pd.DataFrame, warm: WarmupResult) -> Summary:
     t = steady_job["step_time_s"].to_numpy()
     fps = steady_job["fps"].to_numpy()
-    ranks = int(table["rank"].nunique())
+    ranks = int(pd.unique(table["rank"].to_numpy()).size)
     nodes = int(table["node"].nunique()) if "node" in table.columns else None
     thr = float(np.median(fps)) if np.isfinite(fps).all() and len(fps) else None
     return Summary(
@@ -130,7 +136,9 @@ def _summary(table: pd.DataFrame, steady_job: pd.DataFrame, warm: WarmupResult) 
     )
 
 
-def _quality_findings(table: pd.DataFrame, read_warnings: Sequence[str]) -> list[Finding]:
+def _quality_findings(
+    table: pd.DataFrame, read_warnings: Sequence[str], rectangular: bool = False
+) -> list[Finding]:
     out: list[Finding] = []
     if read_warnings:
         out.append(
@@ -155,7 +163,9 @@ def _quality_findings(table: pd.DataFrame, read_warnings: Sequence[str]) -> list
                 {"missing_ranks": missing},
             )
         )
-    per_rank = table.groupby("rank")["step"].nunique()
+    if rectangular:  # every rank has the same steps: none is short
+        return out
+    per_rank = table.groupby("rank").size()  # = distinct steps: (rank, step) is unique
     short = per_rank[per_rank < per_rank.max()]
     if len(short):
         out.append(

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from xpuperf import steps as st
+from xpuperf.analysis.grid import Grid, by_rows, median_rows
 from xpuperf.analysis.results import BreakdownResult
 from xpuperf.errors import InputError
 from xpuperf.findings import Finding, Severity
@@ -23,7 +24,7 @@ LABELS = {"comm_s": "communication", "data_s": "data wait", "other_s": "host/oth
 
 
 def decompose(
-    df: pd.DataFrame,
+    df: pd.DataFrame | Grid,
     baseline: pd.DataFrame | None = None,
     *,
     speedup_target: float = 0.9,
@@ -35,7 +36,9 @@ def decompose(
 
     Args:
         df: canonical step table (:mod:`xpuperf.steps`) of the steady steps of the distributed
-            run, one row per (rank, step), times in seconds.
+            run, one row per (rank, step), times in seconds; or its
+            :class:`~xpuperf.analysis.grid.Grid` (every rank has the same steps: per-rank
+            medians and sums from the rank × step views, no per-row phase frame).
         baseline: canonical step table of the steady steps of ONE card running alone, or None.
         speedup_target: XP304 fires when speedup < this (0.9 = 90 % of single-card throughput).
         comm_threshold: XP301 when exposed communication > this share of step time (10 %).
@@ -58,7 +61,10 @@ def decompose(
         InputError: ``df`` is empty or lacks required columns; ``baseline`` is empty or has
             more than one rank (a speedup baseline is one card alone, never a node).
     """
-    if df.empty or any(c not in df.columns for c in st.REQUIRED):
+    grid = df if isinstance(df, Grid) else None
+    if grid is not None and 0 in grid.shape:
+        raise InputError("step table is empty")
+    if grid is None and (df.empty or any(c not in df.columns for c in st.REQUIRED)):
         raise InputError("step table is empty or lacks rank, step, step_time_s")
     if baseline is not None:
         _check_baseline(baseline)
@@ -66,17 +72,23 @@ def decompose(
     fr: dict[str, float | None] = dict.fromkeys(PHASE_COLUMNS)
     per_rank = None
     source = "none"
-    pf = st.phase_frame(df)
-    t_run = float(df.groupby("step")["step_time_s"].median().median())  # job step time, s
-    if pf is not None:
-        source = "phases"
-        total = float(df["step_time_s"].sum())
-        known = {c: c in df.columns and bool(df[c].notna().any()) for c in PHASE_COLUMNS}
-        known["other_s"] = known["compute_s"]
-        for c in PHASE_COLUMNS:
-            fr[c] = float(pf[c].sum()) / total if known[c] else None
-        per_rank = _per_rank(df, pf, [c for c in PHASE_COLUMNS if not known[c]])
-    elif baseline is not None:
+    if grid is not None:
+        t_run = float(np.median(grid.step_median()))
+        if any(grid.has(c) for c in PHASE_COLUMNS[:3]):
+            source = "phases"
+            fr, per_rank = _phases_grid(grid)
+    else:
+        pf = st.phase_frame(df)
+        t_run = float(df.groupby("step")["step_time_s"].median().median())  # job step time, s
+        if pf is not None:
+            source = "phases"
+            total = float(df["step_time_s"].sum())
+            known = {c: c in df.columns and bool(df[c].notna().any()) for c in PHASE_COLUMNS}
+            known["other_s"] = known["compute_s"]
+            for c in PHASE_COLUMNS:
+                fr[c] = float(pf[c].sum()) / total if known[c] else None
+            per_rank = _per_rank(df, pf, [c for c in PHASE_COLUMNS if not known[c]])
+    if source != "phases" and baseline is not None:
         source = "baseline"
         t1 = float(baseline["step_time_s"].median())
         fr["compute_s"] = min(t1 / t_run, 1.0)
@@ -123,14 +135,52 @@ def _per_rank(df: pd.DataFrame, pf: pd.DataFrame, unknown: list[str]) -> pd.Data
     return out[["rank", "node", "step_time_s", *PHASE_COLUMNS]]
 
 
-def _median_samples(df: pd.DataFrame) -> float | None:
+def _phases_grid(g: Grid) -> tuple[dict[str, float | None], pd.DataFrame]:
+    """Fractions and per-rank medians of :func:`decompose` from a grid (as ``phase_frame``)."""
+    known = {c: g.known(c) for c in PHASE_COLUMNS[:3]}
+    known["other_s"] = known["compute_s"]
+    nr = g.shape[0]
+
+    def total(a: np.ndarray) -> float:
+        return float(np.sum(by_rows(a, lambda x: x.sum(axis=1))))
+
+    total_t = total(g.mat("step_time_s"))
+    fr: dict[str, float | None] = dict.fromkeys(PHASE_COLUMNS)
+    med: dict[str, np.ndarray] = {"step_time_s": median_rows(g.mat("step_time_s"))}
+    for c in PHASE_COLUMNS:
+        if known[c]:
+            fr[c] = total(g.other() if c == "other_s" else g.zero_filled(c)) / total_t
+            med[c] = g.rank_median(c)
+        else:
+            med[c] = np.full(nr, np.nan)
+    rows = g.first_rows() + g.start
+    if g.has("node"):
+        node = g.table["node"].iloc[rows].reset_index(drop=True)
+        if node.isna().any():  # first non-null per rank, as groupby().first()
+            steady = np.zeros(len(g.table), dtype=bool)
+            steady.reshape(nr, -1)[:, g.start :] = True
+            node = g.table["node"][steady].groupby(g.table["rank"][steady], sort=True).first()
+            node = node.reset_index(drop=True)
+    else:
+        node = pd.array([pd.NA] * nr, dtype="string")
+    out = pd.DataFrame({"rank": g.table["rank"].iloc[rows].to_numpy(), "node": node})
+    for c in ("step_time_s", *PHASE_COLUMNS):
+        out[c] = med[c]
+    return fr, out
+
+
+def _median_samples(df: pd.DataFrame | Grid) -> float | None:
+    if isinstance(df, Grid):
+        if not df.known("samples"):
+            return None
+        return float(np.nanmedian(df.mat("samples")))
     if "samples" not in df.columns or not df["samples"].notna().any():
         return None
     return float(df["samples"].median())
 
 
 def _speedup(
-    df: pd.DataFrame,
+    df: pd.DataFrame | Grid,
     baseline: pd.DataFrame,
     t_run: float,
     fr: dict[str, float | None],

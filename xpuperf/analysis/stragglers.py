@@ -33,6 +33,7 @@ from scipy import stats
 
 from xpuperf import steps as st
 from xpuperf.analysis import straggler_findings as _sf
+from xpuperf.analysis.grid import BLOCK, Grid, by_columns, grid_of, median_cols, median_rows
 from xpuperf.analysis.results import Straggler, StragglerResult
 from xpuperf.analysis.straggler_findings import det_finding, none_finding, random_finding
 from xpuperf.findings import Finding, Severity
@@ -60,6 +61,7 @@ class _Run:
     step_time: np.ndarray  # (m,) job step time (median over ranks), seconds
     comm: np.ndarray | None  # (n, m) seconds, None when unknown
     phases: dict[str, np.ndarray]  # phases that make up work -> (n, m) seconds
+    grid: Grid | None = None  # the grid the matrices are whole views of (shared medians)
 
 
 def _build(df: pd.DataFrame, work: pd.Series, source: str) -> _Run:
@@ -93,6 +95,39 @@ def _build(df: pd.DataFrame, work: pd.Series, source: str) -> _Run:
     return _Run(np.asarray(rank_ids), nodes, w_full[:, keep], step_time, comm, phases)
 
 
+def _build_grid(g: Grid) -> tuple[_Run, str]:
+    """:func:`_build` on a rectangular table: the matrices are views of its columns where
+    possible (work and the ``other`` phase are computed, nothing is scattered)."""
+    step_t = g.mat("step_time_s")
+    if g.known("comm_s"):
+        source = "step_time-comm"
+        work = np.maximum(step_t - g.zero_filled("comm_s"), 0.0)
+    elif g.known("compute_s"):
+        source = "compute+data" if g.known("data_s") else "compute"
+        comp = g.mat("compute_s")
+        work = comp + g.zero_filled("data_s") if source == "compute+data" else comp
+    else:
+        source, work = "step_time", step_t
+    keep = np.isfinite(work).all(axis=0)
+    whole = bool(keep.all())
+    sel = (lambda a: a) if whole else (lambda a: a[:, keep])
+    nodes: list[str | None] = [None] * len(g.ranks)
+    if g.has("node"):
+        first = g.table["node"].iloc[g.first_rows() + g.start].tolist()
+        nodes = [None if pd.isna(v) else str(v) for v in first]
+    comm = sel(g.zero_filled("comm_s")) if source == "step_time-comm" else None
+    phases: dict[str, np.ndarray] = {}
+    if any(g.has(c) for c in ("compute_s", "comm_s", "data_s")):  # as steps.phase_frame
+        has = {c: g.known(c) for c in ("compute_s", "data_s")}
+        phases = {c: sel(g.zero_filled(c)) for c in ("compute_s", "data_s") if has[c]}
+        if comm is not None and has["compute_s"]:
+            phases["other_s"] = sel(g.other())
+    step_time = g.step_median() if whole else median_cols(sel(step_t))
+    run = _Run(np.asarray(g.ranks), nodes, sel(work), step_time, comm, phases)
+    run.grid = g if whole else None
+    return run, source
+
+
 def _loo_median(w: np.ndarray) -> np.ndarray:
     """Per (rank, step): median over the *other* ranks of that step, shape of ``w`` (n ≥ 2).
 
@@ -109,20 +144,32 @@ def _loo_median(w: np.ndarray) -> np.ndarray:
     return 0.5 * (a + np.where(w <= srt[j], srt[j + 1], srt[j]))
 
 
+def _log_ratio(w: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
+    """``out[rows] = log(w[rows] / _loo_median(w[rows]))``, in blocks of steps (the copies and
+    temporaries stay small whatever the table size)."""
+    width = max(1, BLOCK // (8 * max(len(rows), 1)))
+    whole = len(rows) == len(w)
+    for a in range(0, w.shape[1], width):
+        blk = w[:, a : a + width] if whole else w[rows, a : a + width]
+        res = np.log(blk / _loo_median(blk))
+        if whole:
+            out[:, a : a + width] = res
+        else:
+            out[rows, a : a + width] = res
+
+
 def _test(
     w: np.ndarray, healthy: np.ndarray, ref_step: np.ndarray, threshold: float, only=None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(log q, slowdown, tested rows, one-sided Wilcoxon p)``; q vs the other healthy ranks."""
     h = np.flatnonzero(healthy)
     with np.errstate(divide="ignore", invalid="ignore"):
-        if h.size == len(w):
-            logq = np.log(w / _loo_median(w))
-        else:
-            logq = np.zeros_like(w)
-            if h.size >= 2:
-                logq[h] = np.log(w[h] / _loo_median(w[h]))
+        logq = np.empty(w.shape) if h.size == len(w) else np.zeros(w.shape)
+        if h.size >= 2:
+            _log_ratio(w, h, logq)
+        if h.size < len(w):
             logq[~healthy] = np.log(w[~healthy] / ref_step)
-    slowdown = np.expm1(np.median(logq, axis=1))
+    slowdown = np.expm1(median_rows(logq))
     cand = np.flatnonzero(slowdown > threshold) if only is None else only
     pvals = np.ones(len(w))
     if cand.size:
@@ -131,13 +178,19 @@ def _test(
 
 
 def find_stragglers(
-    df: pd.DataFrame, *, threshold: float = 0.05, confidence: float = 0.95, seed: int = 0
+    df: pd.DataFrame | Grid,
+    *,
+    threshold: float = 0.05,
+    confidence: float = 0.95,
+    seed: int = 0,
 ) -> tuple[StragglerResult, list[Finding]]:
     """Find deterministic (culprit) and random stragglers in the steady steps of a run.
 
     Args:
         df: canonical step table (:mod:`xpuperf.steps`) of the steady (post-warm-up) steps; only
-            steps present on every rank with a known work value are used.
+            steps present on every rank with a known work value are used. A
+            :class:`~xpuperf.analysis.grid.Grid` (every rank has the same steps) takes the fast
+            path: the rank × step matrices are views of the table's columns.
         threshold: minimum slowdown of a rank's work vs the median of the other ranks (0.05 =
             5 %); also the minimum sync cost (share of step time) for random stragglers.
         confidence: the Wilcoxon p-value must be below (1 − confidence) / ranks (Bonferroni); the
@@ -157,8 +210,12 @@ def find_stragglers(
     DeepSpeed's Σ(t − min t) but against the median; culprit vs victim and an explicit "no
     straggler" verdict are xpuperf's own (docs/anchors.md items 9, 10).
     """
-    work, source = st.work_series(df)
-    run = _build(df, work, source)
+    g = df if isinstance(df, Grid) else grid_of(df)
+    if g is not None:
+        run, source = _build_grid(g)
+    else:
+        work, source = st.work_series(df)
+        run = _build(df, work, source)
     w = run.work
     n, m = w.shape
     findings: list[Finding] = []
@@ -170,9 +227,12 @@ def find_stragglers(
             "profiler's step trace) to name the culprit."
         )
         findings.append(Finding("XP105", Severity.INFO, msg, {"work_source": source}))
-    med_work = np.median(w, axis=1) if m else np.full(n, np.nan)
+    med_work = median_rows(w) if m else np.full(n, np.nan)
     ref = float(np.median(med_work)) if n else float("nan")
-    med_comm = np.median(run.comm, axis=1) if run.comm is not None and m else np.full(n, np.nan)
+    if run.comm is None or not m:
+        med_comm = np.full(n, np.nan)
+    else:
+        med_comm = run.grid.rank_median("comm_s") if run.grid else median_rows(run.comm)
     with np.errstate(divide="ignore", invalid="ignore"):
         per_rank = pd.DataFrame(
             {
@@ -210,21 +270,24 @@ def find_stragglers(
     groups = _group_by_node(flagged, run.nodes)
     for _, idx, _ in groups:
         healthy[idx] = False
-    ref_step = np.median(w[healthy], axis=0)  # the healthy median rank's work per step
+    rows = None if healthy.all() else np.flatnonzero(healthy)
+    ref_step = median_cols(w, rows)  # the healthy median rank's work per step
     if groups:
+        logq = None  # free pass 1's matrix before pass 2 builds its own
         logq, slowdown, _, pv2 = _test(w, healthy, ref_step, threshold, flagged)
         pvals[flagged] = pv2[flagged]
     per_rank["slowdown"] = slowdown
-    hw = w[healthy]
-    top2 = np.partition(w, n - 2, axis=0)[n - 2 :]
-    ctx: dict = {"phase_ref": {p: np.median(a[healthy], axis=0) for p, a in run.phases.items()}}
+    top2 = by_columns(w, lambda x: np.partition(x, n - 2, axis=0)[n - 2 :])
+    phase_ref = {p: median_cols(a, rows) for p, a in run.phases.items()} if groups else {}
+    ctx: dict = {"phase_ref": phase_ref}  # for the stragglers' slow phase only
     ctx.update(ref_step=ref_step, max1=top2[1], max2=top2[0], argmax=np.argmax(w, axis=0))
     ctx.update(best=float(np.min(med_work)), total_t=float(run.step_time.sum()))
     ctx.update(logq=logq, pvals=pvals, slowdown=slowdown, healthy=healthy, med_comm=med_comm)
     ctx.update(confidence=confidence, seed=seed, threshold=threshold)
     stragglers = [_entry(run, g, ctx) for g in groups]
     stragglers.sort(key=lambda s: -s.cost_fraction)
-    saved_all = w.max(axis=0) - np.maximum(hw.max(axis=0), ref_step)
+    h_max = by_columns(w, lambda x: x.max(axis=0), rows)
+    saved_all = w.max(axis=0) - np.maximum(h_max, ref_step)
     extra = {"reference_work_s": float(np.median(med_work[healthy])), "threshold": threshold}
     extra |= {"cost_fraction_all_deterministic": float(saved_all.sum()) / ctx["total_t"]}
     extra |= {"n_deterministic": len(groups)}
@@ -232,11 +295,11 @@ def find_stragglers(
         findings.append(det_finding(s, run, ctx, extra))
 
     # Random stragglers among the healthy ranks.
-    nh = hw.shape[0]
-    slowest = np.bincount(np.argmax(hw, axis=0), minlength=nh)
+    nh = int(healthy.sum())
+    slowest = np.bincount(by_columns(w, lambda x: np.argmax(x, axis=0), rows), minlength=nh)
     share = slowest / m
     per_rank.loc[healthy, "slowest_share"] = share
-    gap = hw.max(axis=0) - ref_step
+    gap = h_max - ref_step
     sync_cost = float(gap.mean())
     sync_frac = sync_cost / float(run.step_time.mean())
     p_dom = stats.binom.sf(slowest - 1, m, 1.0 / nh)
@@ -297,7 +360,7 @@ def _entry(run: _Run, group: tuple[str | None, np.ndarray, np.ndarray], ctx: dic
             confidence_level=ctx["confidence"],
             method="percentile",
             vectorized=True,
-            batch=250,
+            batch=max(1, min(250, BLOCK // w.shape[1])),  # same draws whatever the batch
             rng=np.random.default_rng([ctx["seed"], int(run.ranks[i])]),
         ).confidence_interval
         ci = (float(np.expm1(boot.low)), float(np.expm1(boot.high)))

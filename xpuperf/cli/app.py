@@ -18,6 +18,7 @@ from xpuperf.cli import analyze as analyze_cmd
 from xpuperf.cli import calibrate as calibrate_cmd
 from xpuperf.cli import compare as compare_cmd
 from xpuperf.cli import formats as formats_cmd
+from xpuperf.cli import ingest as ingest_cmd
 from xpuperf.cli import plan as plan_cmd
 from xpuperf.cli.topo import topo_app
 from xpuperf.errors import EXIT_INPUT, EXIT_INTERNAL, XpuperfError
@@ -48,6 +49,7 @@ def _root(
 
 
 app.command("analyze")(analyze_cmd.analyze)
+app.command("ingest")(ingest_cmd.ingest)
 app.command("plan")(plan_cmd.plan)
 app.command("formats")(formats_cmd.formats)
 app.command("compare")(compare_cmd.compare)
@@ -84,6 +86,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         rv = app(args=args, prog_name="xpuperf", standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
+        if code == 130:  # typer turns Ctrl-C (KeyboardInterrupt) into exit code 130, silently
+            _err("interrupted")
     except typer.Abort:
         _err("interrupted")
         code = 130

@@ -33,6 +33,8 @@ import pyarrow.parquet as pq
 from xpuperf.errors import InputError
 from xpuperf.readers import columns as colmod
 from xpuperf.readers import lines as ln
+from xpuperf.readers import progress
+from xpuperf.readers.arrowcols import Columns
 from xpuperf.readers.base import Drop, Format, RawTable, Source
 
 _CSV_COLUMN_ERROR = re.compile(r"In CSV column #(\d+)")
@@ -115,11 +117,11 @@ def _read_delimited(src: Source, delimiter: str) -> RawTable:
         hits.append(1)
         return "skip"
 
-    table = None
+    frame = None
     for _ in range(len(wanted) + 1):
         hits.clear()
         try:
-            table = _stream_csv(src, delimiter, names, hidx + 1, wanted, types, on_invalid)
+            frame = _stream_csv(src, delimiter, names, hidx + 1, wanted, types, on_invalid)
             break
         except pa.ArrowInvalid as exc:
             # a value that is not a number: read that column as text (checked later) and retry
@@ -130,12 +132,9 @@ def _read_delimited(src: Source, delimiter: str) -> RawTable:
             types[col] = pa.string()
         except (pa.ArrowException, OSError, EOFError, zlib.error):
             break
-    if table is None or any(pa.types.is_binary(t) for t in table.schema.types):
+    if frame is None:
         # text that is not UTF-8, a corrupt stream, …: keep every good line the slow way
         return _read_delimited_slow(src, delimiter, wanted)
-    frame = table.to_pandas(split_blocks=True, self_destruct=True, date_as_object=False)
-    del table
-    pa.default_memory_pool().release_unused()
     locate = _Locator(src, hidx + 1, delimiter, len(names))
     drops = []
     if hits:
@@ -152,8 +151,14 @@ def _stream_csv(
     wanted: list[str],
     types: dict[str, pa.DataType],
     on_invalid: Callable[[object], str],
-) -> pa.Table:
-    """Read the wanted columns batch by batch (memory stays near the size of the result)."""
+) -> pd.DataFrame | None:
+    """Read the wanted columns batch by batch into a DataFrame; None when a column came out
+    binary (text that is not UTF-8: the caller reads the file line by line instead).
+
+    Memory stays near the size of the result: each batch is copied into the final numpy
+    columns and released before the next is parsed (:class:`xpuperf.readers.arrowcols.Columns`);
+    the Arrow batches and the frame are never held together.
+    """
     with src.arrow_stream() as stream:
         reader = pacsv.open_csv(
             stream,
@@ -166,7 +171,16 @@ def _stream_csv(
                 quoted_strings_can_be_null=True,
             ),
         )
-        return reader.read_all()
+        if any(pa.types.is_binary(t) for t in reader.schema.types):
+            return None
+        # rows <= bytes / fields: every row has fields − 1 delimiters and a line end
+        cap = None if src.gzip else src.path.stat().st_size // max(len(names), 1) + 2
+        cols = Columns(reader.schema, cap)
+        for batch in reader:
+            cols.add(batch)
+            if not src.gzip:
+                progress.advance_bytes(src.path, stream.tell())
+        return cols.frame()
 
 
 def _read_delimited_slow(src: Source, delimiter: str, wanted: Sequence[str]) -> RawTable:
@@ -219,6 +233,8 @@ def _read_json_document(src: Source) -> RawTable:
         raise InputError(
             "JSON nested too deeply to be a log; expected a list of flat records", src.name
         ) from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise InputError(f"not valid JSON: {str(exc)[:80]}", src.name) from None
     if isinstance(doc, dict):
         lists = [v for v in doc.values() if isinstance(v, list) and v and isinstance(v[0], dict)]
         doc = lists[0] if lists else [doc]
@@ -249,13 +265,21 @@ def read_jsonl(src: Source) -> RawTable:
         try:
             with src.arrow_stream() as stream:
                 table = pajson.read_json(stream)
-        except (pa.ArrowException, OSError, EOFError, zlib.error):
+            table.validate(full=True)  # pyarrow can let bytes that are not UTF-8 into strings
+        except (pa.ArrowException, OSError, EOFError, zlib.error, UnicodeDecodeError):
             table = None
-    if table is not None:
-        names = table.column_names
-        frame = table.select(colmod.select(names)).to_pandas(
-            split_blocks=True, self_destruct=True, date_as_object=False
+    try:
+        names = table.column_names if table is not None else []
+        frame = (
+            table.select(colmod.select(names)).to_pandas(
+                split_blocks=True, self_destruct=True, date_as_object=False
+            )
+            if table is not None
+            else None
         )
+    except (UnicodeDecodeError, pa.ArrowException):  # a key that is not UTF-8: go line by line
+        table = None
+    if table is not None:
 
         def locate(idx: Sequence[int]) -> dict[int, int | None]:
             return ln.scan(src, idx).lines
@@ -275,7 +299,8 @@ def read_parquet(src: Source) -> RawTable:
         names = list(pf.schema_arrow.names)
         table = pf.read(columns=colmod.select(names))
     except (pa.ArrowException, OSError, ValueError) as exc:
-        raise InputError(f"not a readable Parquet file ({exc})", src.name) from exc
+        why = " ".join(str(exc).split())  # pyarrow messages span lines
+        raise InputError(f"not a readable Parquet file ({why})", src.name) from exc
     return RawTable(
         table.to_pandas(split_blocks=True, self_destruct=True, date_as_object=False),
         unit="row",

@@ -1,0 +1,196 @@
+"""Rank × step views of a rectangular step table: the fast path of the analyses.
+
+A validated step table (:func:`xpuperf.steps.validate`: sorted by rank, then step) in which
+every rank has the same steps is a dense ``(ranks, steps)`` grid already: each column reshapes to
+a matrix without copying (row r = rank ``ranks[r]``, column j = step ``steps[j]``). Real logs of
+a run that ended normally are like that, and so are the benchmark's 10^7–10^8-row tables. The
+analyses then take per-step and per-rank medians straight from those views instead of a pandas
+groupby or a scatter into NaN-filled matrices; the results are the same numbers (the same
+medians of the same values; sums may differ in the last bits, see docs/performance.md).
+
+Tables with ragged ranks (a rank missing steps, a truncated log) take the general path; the
+test ``tests/analysis/test_grid.py`` compares both paths on a synthetic run.
+
+Medians over a matrix axis are taken in blocks (:data:`BLOCK` values at a time) so that the
+copy :func:`numpy.partition` makes stays small whatever the table size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+BLOCK = 1 << 22
+"""Values per block when a reduction copies its input (4 Mi values = 32 MiB of float64)."""
+
+
+@dataclass
+class Grid:
+    """The table's columns as ``(R, S)`` matrices.
+
+    Attributes:
+        table: the validated step table (sorted by rank, step; fresh index).
+        ranks: (R,) rank ids, increasing.
+        all_steps: step numbers of the table, increasing, shared by every rank.
+        start: first step column in use (``all_steps[start:]`` are this grid's :attr:`steps`).
+        memo: results computed once and shared (:meth:`cached`).
+    """
+
+    table: pd.DataFrame
+    ranks: np.ndarray
+    all_steps: np.ndarray
+    start: int = 0
+    memo: dict = field(default_factory=dict, repr=False)
+
+    def cached(self, key: str, fn: Callable[[], object]) -> object:
+        """``fn()``, computed once per grid (medians shared by several analyses)."""
+        if key not in self.memo:
+            self.memo[key] = fn()
+        return self.memo[key]
+
+    @property
+    def steps(self) -> np.ndarray:
+        """(S,) the steps of this grid, int64."""
+        return self.all_steps[self.start :]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(ranks, steps)."""
+        return len(self.ranks), len(self.all_steps) - self.start
+
+    def has(self, col: str) -> bool:
+        """The table has column ``col``."""
+        return col in self.table.columns
+
+    def known(self, col: str) -> bool:
+        """The column exists and holds at least one non-NaN value within this grid's steps."""
+        if not self.has(col):
+            return False
+        return bool(by_rows(self.mat(col), lambda x: (~np.isnan(x)).any(axis=1)).any())
+
+    def zero_filled(self, col: str) -> np.ndarray:
+        """(R, S) values of ``col`` with NaN as 0.0 (a view when there is no NaN)."""
+
+        def fill() -> np.ndarray:
+            v = self.mat(col)
+            nan = by_rows(v, lambda x: np.isnan(x).any(axis=1)).any()
+            return np.where(np.isnan(v), 0.0, v) if nan else v
+
+        return self.cached("zero:" + col, fill)  # type: ignore[return-value]
+
+    def other(self) -> np.ndarray:
+        """(R, S) ``other_s`` as :func:`xpuperf.steps.phase_frame` defines it: step time minus
+        compute + comm + data (unknown as 0), clipped at 0."""
+
+        def calc() -> np.ndarray:
+            have = [c for c in ("compute_s", "comm_s", "data_s") if self.has(c)]
+            parts = [self.zero_filled(c) for c in have]
+            total = parts[0] + parts[1] if len(parts) > 1 else parts[0].copy()
+            for extra in parts[2:]:
+                total += extra
+            np.subtract(self.mat("step_time_s"), total, out=total)
+            return np.maximum(total, 0.0, out=total)
+
+        return self.cached("other", calc)  # type: ignore[return-value]
+
+    def step_median(self) -> np.ndarray:
+        """(S,) median step time over ranks per step."""
+        return self.cached("step_median", lambda: median_cols(self.mat("step_time_s")))  # type: ignore[return-value]
+
+    def rank_median(self, col: str) -> np.ndarray:
+        """(R,) median over steps per rank of ``col`` zero-filled (``other_s``: :meth:`other`)."""
+        src = self.other if col == "other_s" else (lambda: self.zero_filled(col))
+        return self.cached("rank_median:" + col, lambda: median_rows(src()))  # type: ignore[return-value]
+
+    def mat(self, col: str) -> np.ndarray:
+        """(R, S) float64 view of a numeric column (a copy only if the column is not float64)."""
+        v = self.table[col].to_numpy(dtype=np.float64, na_value=np.nan)
+        return v.reshape(len(self.ranks), len(self.all_steps))[:, self.start :]
+
+    def first_rows(self) -> np.ndarray:
+        """(R,) table row of each rank's first step."""
+        return np.arange(len(self.ranks)) * len(self.all_steps)
+
+    def after(self, first_step: int) -> Grid:
+        """The grid restricted to steps ``>= first_step`` (no copy)."""
+        k = max(int(np.searchsorted(self.all_steps, first_step, side="left")), self.start)
+        out = Grid(self.table, self.ranks, self.all_steps, k)
+        if "step_median" in self.memo:
+            out.memo["step_median"] = self.memo["step_median"][k - self.start :]
+        return out
+
+
+def grid_of(table: pd.DataFrame) -> Grid | None:
+    """A :class:`Grid` when every rank of a (rank, step)-sorted table has the same steps.
+
+    Returns None when the table is empty, not sorted by (rank, step), or ragged. O(rows), one
+    pass over rank and step.
+    """
+    n = len(table)
+    if n == 0 or "rank" not in table.columns or "step" not in table.columns:
+        return None
+    r = table["rank"].to_numpy()
+    s = table["step"].to_numpy()
+    cuts = np.flatnonzero(r[1:] != r[:-1]) + 1
+    nr = len(cuts) + 1
+    if n % nr:
+        return None
+    ns = n // nr
+    if not np.array_equal(cuts, np.arange(1, nr, dtype=cuts.dtype) * ns):
+        return None
+    steps = s[:ns]
+    if ns > 1 and not np.all(steps[1:] > steps[:-1]):
+        return None
+    ranks = r[::ns]
+    if nr > 1 and not np.all(ranks[1:] > ranks[:-1]):
+        return None
+    mat = s.reshape(nr, ns)
+    for i in range(0, nr, max(1, BLOCK // ns)):
+        if not (mat[i : i + max(1, BLOCK // ns)] == steps).all():
+            return None
+    return Grid(table, np.asarray(ranks).copy(), np.asarray(steps, dtype=np.int64).copy())
+
+
+def by_columns(
+    a: np.ndarray, fn: Callable[[np.ndarray], np.ndarray], rows: np.ndarray | None = None
+) -> np.ndarray:
+    """``fn(a[rows][:, block])`` over blocks of columns, concatenated along the last axis.
+
+    For per-column reductions (``fn`` maps (n, k) to (..., k)), e.g. a median over ranks per step:
+    the same numbers as ``fn(a[rows])`` with at most :data:`BLOCK` values copied at a time.
+    """
+    n, m = a.shape
+    nr = n if rows is None else len(rows)
+    width = max(1, BLOCK // max(nr, 1))
+    if m <= width and rows is None:
+        return fn(a)
+    parts = []
+    for j in range(0, m, width):
+        blk = a[:, j : j + width]
+        parts.append(fn(blk if rows is None else blk[rows]))
+    if not parts:  # no columns
+        return fn(a if rows is None else a[rows])
+    return np.concatenate(parts, axis=-1)
+
+
+def by_rows(a: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``fn(a[block])`` over blocks of rows, concatenated: for per-row reductions (median over
+    steps per rank) with at most :data:`BLOCK` values copied at a time."""
+    n, m = a.shape
+    height = max(1, BLOCK // max(m, 1))
+    if n <= height:
+        return fn(a)
+    return np.concatenate([fn(a[i : i + height]) for i in range(0, n, height)])
+
+
+def median_cols(a: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """(S,) median over ranks per step (``np.median(a[rows], axis=0)``), in blocks."""
+    return by_columns(a, lambda x: np.median(x, axis=0), rows)
+
+
+def median_rows(a: np.ndarray) -> np.ndarray:
+    """(R,) median over steps per rank (``np.median(a, axis=1)``), in blocks."""
+    return by_rows(a, lambda x: np.median(x, axis=1))
