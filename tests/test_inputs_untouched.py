@@ -145,6 +145,15 @@ def _over_input(i: Path) -> list[tuple[list[str], Path]]:
         (["topo", "check", str(i / "cluster.yaml"), "--json", str(i / "cluster.yaml")],
          i / "cluster.yaml"),
         (["topo", "import", str(i / NVSMI), "-o", str(i / NVSMI)], i / NVSMI),
+        # a break-it pass: glob patterns and plan --from-log were not counted as inputs
+        (["analyze", str(i / "run/rank*.jsonl"), "-q", "--html", str(i / "run/rank0.jsonl")],
+         i / "run/rank0.jsonl"),
+        (["compare", str(i / "healthy.csv"), str(i / "run/*.jsonl"), "-q", "--json",
+          str(i / "run/rank1.jsonl")], i / "run/rank1.jsonl"),
+        (["plan", "--from-log", str(i / "run"), "--model", "resnet50", "--cards", "8", "-q",
+          "--html", str(i / "run/rank0.jsonl")], i / "run/rank0.jsonl"),
+        (["plan", "--from-log", str(i / "run/rank*.jsonl"), "--model", "resnet50", "--cards",
+          "8", "-q", "--markdown", str(i / "run/rank2.jsonl")], i / "run/rank2.jsonl"),
     ]  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from xpuperf.costmodel import calibrated
 from xpuperf.costmodel.comm import cluster_levels
 from xpuperf.costmodel.estimate import Planner, Settings
 from xpuperf.costmodel.workloads import even_split
+from xpuperf.errors import InputError
 from xpuperf.topology import presets
 from xpuperf.topology.loader import load
 
@@ -174,6 +175,32 @@ def test_contradictions_exit_2(cal_file, capsys, tmp_path):
         assert msg in err, (args, err)
         assert "Traceback" not in err
         assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("edit", "msg"),
+    [
+        ({"fits": 5}, "fits must be a list"),
+        ({"levels": 3}, "levels must be a mapping"),
+        ({"levels": {"net": {"from": 7}}}, "levels.net.from must be a mapping"),
+        ({"fits": [{"lines": 5}]}, "fits[0].lines must be a list"),
+        ({"fits": [{"ranks": float("inf")}]}, "ranks and nodes must be integers"),
+        ({"fits": [{"ranks": 0}]}, "ranks and nodes must be >= 1"),
+        ({"fits": [{"accuracy": 3}]}, "fits[0].accuracy must be a mapping"),
+    ],
+)
+def test_malformed_calibration_is_an_input_error(cal_file, tmp_path, edit, msg):
+    """Hand-edited files with the wrong shapes (a break-it pass found a TypeError, exit 3)."""
+    doc = yaml.safe_load(cal_file.read_text())
+    if "fits" in edit and isinstance(edit["fits"], list):
+        doc["fits"] = [{**doc["fits"][0], **edit["fits"][0]}]
+    else:
+        doc.update(edit)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(InputError) as e:
+        calibrated.load(bad)
+    assert msg in str(e.value)
 
 
 def test_any_topology_with_calibration(cal_file, capsys):

@@ -119,6 +119,12 @@ def test_json_file_and_nic_override(capsys, tmp_path: Path) -> None:
         (["--cards", "1,x"], "--cards"),
         (["--nic-speed", "fast", "--model", "resnet50", "--step-time", "0.1"], "--nic-speed"),
         (["--dtype", "int4", "--model", "resnet50", "--step-time", "0.1"], "dtype"),
+        # a break-it pass: an int past float precision blamed --nodes, which was not given
+        (["--cards", "99999999999999999999999"], "--cards 99,999,999,999,999,999,999,999 on"),
+        (["--target", "-1"], "--target must be a card count >= 1, got -1"),
+        # 1e308 s overflowed to inf ms (exit 0) and --input-time 1e308 divided by zero (exit 3)
+        (["--model", "resnet50", "--step-time", "1e308"], "seconds up to 1e+06"),
+        (["--input-time", "1e308"], "seconds up to 1e+06"),
     ],
 )
 def test_bad_inputs_exit_2_with_one_line(capsys, args: list[str], message: str) -> None:

@@ -71,3 +71,17 @@ def test_analyze_not_a_dataset_marker(tmp_path: Path, capsys: pytest.CaptureFixt
     (d / dsmod.MARKER).write_text('{"schema": "other/1"}')
     assert _main(["analyze", str(d), "--quiet"]) == 2
     assert "re-run xpuperf ingest" in capsys.readouterr().err
+
+
+def test_analyze_dataset_refuses_world_size(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A break-it pass found --world-size silently ignored on a dataset (exit 0)."""
+    logs = _logs(tmp_path)
+    out = tmp_path / "ds"
+    assert _main(["ingest", str(logs), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert _main(["analyze", str(out), "--world-size", "4", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "--world-size applies to job-level logs, not to the dataset" in err

@@ -49,6 +49,10 @@ def test_binary_file(write, name: str) -> None:
     with pytest.raises(InputError, match="binary file") as e:
         read_logs([p])
     assert e.value.path == str(p)
+    # text formats have no extension: named bare, never with empty parentheses "megatron ()"
+    assert "()" not in str(e.value)
+    assert "megatron, " in str(e.value)
+    assert "csv (.csv)" in str(e.value)
 
 
 def test_binary_file_inside_a_folder_is_skipped_with_a_warning(tmp_path, write) -> None:

@@ -78,6 +78,13 @@ def test_show_errors_are_xpuperf_errors(args: tuple[str, ...], error: type) -> N
     assert r.exception.exit_code == 2
 
 
+def test_preset_name_as_file_points_to_preset_option() -> None:
+    """`topo check dgx-a100` (plan takes --topology PRESET) said only "No such file"."""
+    r = run("check", "dgx-a100")
+    assert isinstance(r.exception, UsageError)
+    assert str(r.exception) == "dgx-a100 is a preset name, not a file: use --preset dgx-a100"
+
+
 def test_schema_keys_match_the_loader() -> None:
     s = json_schema()
     defs = s["$defs"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import sys
@@ -118,13 +119,18 @@ def analyze(
             markup=False,
         )
     inputs = [*logs, *([baseline] if baseline else [])]
-    existing = [p for p in inputs if Path(p).exists()]
+    existing = [p for p in inputs if Path(p).exists() or glob.has_magic(p)]
     for flag, out in (("--json", json_out), ("--html", html_out), ("--markdown", md_out)):
         if out is not None and not out.strip():
             raise UsageError(f"{flag} path is empty; give a file name")
         if out and out != "-":
             check_not_input(out, existing)
     dataset = dataset_input(logs, engine, scheduler)  # `xpuperf ingest` output: an engine reads it
+    if dataset is not None and world_size is not None:
+        raise UsageError(
+            f"--world-size applies to job-level logs, not to the dataset {dataset}: "
+            "analyse the log itself with --world-size N"
+        )
     with read_progress(err, [] if dataset else logs, quiet):
         if dataset is not None:
             result, nccl = (

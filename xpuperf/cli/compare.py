@@ -8,6 +8,7 @@ Register in ``xpuperf/cli/app.py`` with::
 
 from __future__ import annotations
 
+import glob
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -111,7 +112,7 @@ def compare(
 
     limit = parse_fraction(max_regression, "--max-regression") if max_regression else None
     effect = parse_fraction(min_effect, "--min-effect")
-    existing = [p for p in (base, current) if Path(p).exists()]
+    existing = [p for p in (base, current) if Path(p).exists() or glob.has_magic(p)]
     for out in (json_out, md_out, html_out):
         if out and out != "-":
             check_not_input(out, existing)

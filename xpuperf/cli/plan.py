@@ -5,7 +5,6 @@ turned into exit codes by ``main()``. Register with ``app.command("plan")(plan_c
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from dataclasses import replace
@@ -80,7 +79,7 @@ def resolve_cluster(topology: str | None, nodes: int | None, cards_per_node: int
     if topology is not None and cards_per_node is not None:
         raise UsageError("give --topology or --cards-per-node (a generic cluster), not both")
     if topology is None and cards_per_node is not None:
-        n = nodes or max(1, math.ceil(max_cards / cards_per_node))
+        n = nodes or max(1, -(-max_cards // cards_per_node))
         try:
             return presets.generic(n, cards_per_node, speed, nics_per_node or 1)
         except ValueError as e:
@@ -89,9 +88,10 @@ def resolve_cluster(topology: str | None, nodes: int | None, cards_per_node: int
     if name in _preset_names():
         g = len(presets.node_template(name).devices)
         try:
-            cluster = presets.preset(name, nodes or max(1, math.ceil(max_cards / g)))
+            cluster = presets.preset(name, nodes or max(1, -(-max_cards // g)))
         except ValueError as e:
-            raise UsageError(f"--nodes: {e}") from None
+            flag = "--nodes" if nodes else f"--cards {max_cards:,} on {g}-card nodes"
+            raise UsageError(f"{flag}: {e}") from None
     elif Path(name).exists():
         if nodes is not None:
             raise UsageError("--nodes applies to a preset or a generic cluster, not to a file")
@@ -188,6 +188,12 @@ def plan(
     """Predict speedup up to 1000+ cards from the topology and a single-card step time, and rank
     the fixes (bucket size, algorithm, ring order, NIC per card, …) by gain."""
     counts = _cards(cards)
+    if target is not None and target < 1:
+        raise UsageError(f"--target must be a card count >= 1, got {target}")
+    if from_log is not None:
+        for out in (json_out, html_out, md_out):
+            if out and out != "-":
+                check_not_input(out, [from_log])
     notes: list[str] = []
     measured = plan_input.read_measured(from_log, step_time, model_name, params, batch_size,
                                         log_format)  # fmt: skip
@@ -199,8 +205,9 @@ def plan(
         bucket_mb = plan_input.EXAMPLE_BUCKET_MB
     if model_name is not None and params is not None:
         raise UsageError("give --model NAME or --params N, not both")
-    if step_time is not None and not (math.isfinite(step_time) and step_time > 0):
-        raise UsageError(f"--step-time must be a positive number of seconds, got {step_time}")
+    if step_time is not None and not (0 < step_time <= plan_input.MAX_SECONDS):
+        raise UsageError(f"--step-time must be a positive number of seconds up to "
+                         f"{plan_input.MAX_SECONDS:g}, got {step_time}")  # fmt: skip
     if batch_size is not None and not batch_size > 0:
         raise UsageError(f"--batch-size must be > 0, got {batch_size}")
     if params is not None and params < 1:

@@ -14,6 +14,9 @@ from xpuperf.costmodel import input as inp
 from xpuperf.errors import UsageError
 from xpuperf.topology.model import Cluster
 
+MAX_SECONDS = 1e6
+"""Largest --step-time / --input-time accepted (≈ 11.6 days): beyond it step times in ms
+overflow the model's sums (a break-it pass found inf rows and a ZeroDivisionError)."""
 EXAMPLE_BUCKET_MB = 4.0
 """Bundled example: DDP buckets of 4 MiB (smaller than DDP's 25 MiB default)."""
 EXAMPLE_INPUT = {"input_time": 0.12, "workers": 0, "pinned": False, "input_mb": 0.524288,
@@ -46,8 +49,9 @@ def _check(workers: int | None, prefetch: int | None, input_time: float | None,
         raise UsageError(f"--workers must be >= 0, got {workers}")
     if prefetch is not None and prefetch < 1:
         raise UsageError(f"--prefetch must be >= 1 (batches per worker), got {prefetch}")
-    if input_time is not None and not (math.isfinite(input_time) and input_time > 0):
-        raise UsageError(f"--input-time must be a positive number of seconds, got {input_time}")
+    if input_time is not None and not (0 < input_time <= MAX_SECONDS):
+        raise UsageError(f"--input-time must be a positive number of seconds up to "
+                         f"{MAX_SECONDS:g}, got {input_time}")  # fmt: skip
     if input_mb is not None and not (math.isfinite(input_mb) and input_mb >= 0):
         raise UsageError(f"--input-mb must be a number of MB >= 0, got {input_mb}")
     if loader_numa is not None and loader_numa not in inp.NUMA_PLACEMENTS:

@@ -72,6 +72,8 @@ def resolve(
     if len(given) != 1:
         raise UsageError("give one of FILE, --preset NAME or --cards-per-node N (generic)")
     if file is not None:
+        if file in presets.NODE_PRESETS and not Path(file).exists():
+            raise UsageError(f"{file} is a preset name, not a file: use --preset {file}")
         if nodes is not None:
             raise UsageError("--nodes applies to --preset and generic clusters, not to FILE")
         return load_any(file)

@@ -166,10 +166,23 @@ def _int_or_none(v: Any) -> int | None:
     return None if v is None else int(v)
 
 
+def _typed(v: Any, kind: type, path: str, where: str) -> Any:
+    """``v`` (None → an empty ``kind``) when it is a ``kind``; else an :class:`InputError`."""
+    if v is None:
+        return kind()
+    if not isinstance(v, kind):
+        name = "a list" if kind is list else "a mapping"
+        raise InputError(f"{where} must be {name}; regenerate the file with `xpuperf calibrate "
+                         "… -o`", path)  # fmt: skip
+    return v
+
+
 def _fit(d: Any, path: str, where: str) -> FitCurve:
     if not isinstance(d, dict):
         raise InputError(f"{where} must be a mapping", path)
-    raw = d.get("lines") or [{"alpha_us": d.get("latency_us"), "busbw_GBps": d.get("busbw_GBps")}]
+    raw = _typed(d.get("lines"), list, path, f"{where}.lines") or [
+        {"alpha_us": d.get("latency_us"), "busbw_GBps": d.get("busbw_GBps")}
+    ]
     lines = tuple(
         (_float(ln, "alpha_us", path, f"{where}.lines[{i}]"),
          _float(ln, "busbw_GBps", path, f"{where}.lines[{i}]"))
@@ -177,12 +190,15 @@ def _fit(d: Any, path: str, where: str) -> FitCurve:
     )  # fmt: skip
     try:
         ranks, nodes = _int_or_none(d.get("ranks")), _int_or_none(d.get("nodes"))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InputError(f"{where}: ranks and nodes must be integers", path) from None
+    if any(v is not None and v < 1 for v in (ranks, nodes)):
+        raise InputError(f"{where}: ranks and nodes must be >= 1", path)
     return FitCurve(
         str(d.get("collective", "")), ranks, nodes, _float(d, "bus_factor", path, where),
         _float(d, "latency_us", path, where), _float(d, "busbw_GBps", path, where),
-        bool(d.get("latency_floor_observed", False)), lines, dict(d.get("accuracy") or {}),
+        bool(d.get("latency_floor_observed", False)), lines,
+        dict(_typed(d.get("accuracy"), dict, path, f"{where}.accuracy")),
     )  # fmt: skip
 
 
@@ -208,16 +224,18 @@ def load(path: str | Path) -> Calibration:
             "`xpuperf calibrate NCCL_TESTS_OUTPUT --topology T -o FILE`",
             p,
         )
-    fits = tuple(_fit(f, p, f"fits[{i}]") for i, f in enumerate(doc.get("fits") or []))
+    fits = tuple(
+        _fit(f, p, f"fits[{i}]") for i, f in enumerate(_typed(doc.get("fits"), list, p, "fits"))
+    )
     if not fits:
         raise InputError("the calibration has no fits; rerun `xpuperf calibrate`", p)
-    levels = doc.get("levels") or {}
+    levels = _typed(doc.get("levels"), dict, p, "levels")
 
     def level(name: str) -> FitCurve | None:
-        lv = levels.get(name)
+        lv = _typed(levels.get(name), dict, p, f"levels.{name}")
         if not lv:
             return None
-        src = lv.get("from") or {}
+        src = _typed(lv.get("from"), dict, p, f"levels.{name}.from")
         for f in fits:
             if (f.collective, f.ranks, f.nodes) == (src.get("collective"), src.get("ranks"),
                                                    src.get("nodes")):  # fmt: skip

@@ -169,7 +169,9 @@ def _check_text(src: Source) -> None:
     if probe.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise InputError("file is UTF-16 encoded: convert it to UTF-8", src.name)
     if b"\x00" in probe:
-        known = ", ".join(f"{f.name} ({', '.join(f.extensions)})" for f in FORMATS)
+        known = ", ".join(
+            f"{f.name} ({', '.join(f.extensions)})" if f.extensions else f.name for f in FORMATS
+        )
         raise InputError(
             f"binary file (NUL bytes in the first {BINARY_PROBE} bytes), not a text log; "
             f"expected one of: {known}",

@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from xpuperf.errors import UsageError
 
 
-def check_not_input(out: str | os.PathLike, inputs: Iterable[str | os.PathLike]) -> None:
-    """Raise :class:`UsageError` if ``out`` resolves to one of ``inputs`` (files or dirs)."""
-    target = Path(out).resolve()
+def _expanded(inputs: Iterable[str | os.PathLike]) -> Iterator[str]:
+    """The inputs, with a glob pattern that is not itself a path replaced by its matches."""
     for p in inputs:
+        text = os.fspath(p)
+        if not Path(text).exists() and any(c in text for c in "*?["):
+            yield from glob.glob(text, recursive=True)  # noqa: PTH207 (absolute patterns too)
+        else:
+            yield text
+
+
+def check_not_input(out: str | os.PathLike, inputs: Iterable[str | os.PathLike]) -> None:
+    """Raise :class:`UsageError` if ``out`` resolves to one of ``inputs`` (files, dirs or the
+    matches of glob patterns)."""
+    target = Path(out).resolve()
+    for p in _expanded(inputs):
         src = Path(p).resolve()
         if target == src or (src.is_dir() and src in target.parents and target.exists()):
             raise UsageError(
