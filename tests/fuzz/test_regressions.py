@@ -12,6 +12,8 @@ from tests.fuzz.harness import DATA, hard_deadline
 from xpuperf.calibrate.nccltests import read_nccl_tests
 from xpuperf.errors import InputError
 from xpuperf.readers import read_logs
+from xpuperf.readers.base import Source
+from xpuperf.readers.formats import megatron
 from xpuperf.topology.importers import import_files
 from xpuperf.topology.loader import load
 
@@ -256,6 +258,30 @@ def test_megatron_field_with_a_long_blank_run(tmp_path: Path) -> None:
     assert (row["step"], row["step_time_s"], row["samples"]) == (3, 0.25, 32)
 
 
+@pytest.mark.parametrize("fast", [True, False])
+def test_megatron_timer_lines_with_long_runs(tmp_path: Path, fast: bool) -> None:
+    # timers.PAIR retried a name from every letter of a long run (300 000 'x': ~20 min), and the
+    # (min, max) timer name `[\w\- ]*?` before `\s*` was quadratic on a blank run (fast path too)
+    step = (
+        " iteration        {}/      10 | consumed samples: 96 | elapsed time per iteration (ms):"
+        " 250.0 | global batch size: 32 |\n"
+    )
+    p = tmp_path / "megatron.log"
+    p.write_text(
+        step.format(1)
+        + " time (ms) | forward-compute: 100.0 | " + "x" * 200_000 + " | backward-compute: 120.0\n"
+        + step.format(2)
+        + "(min, max) time across ranks (ms):\n"
+        + "    forward-compute ................................: (90.00, 180.00)\n"
+        + "    a" + " " * 200_000 + "b\n"
+    )  # fmt: skip
+    with hard_deadline(60):
+        frame = megatron.read(Source(p, str(p), False, p.read_bytes()[:65536]), fast=fast).frame
+    assert frame["step"].tolist() == [1, 2]
+    assert frame["forward_s"].tolist() == [0.1, 0.18]  # 100 ms; the (min, max) line's max 180 ms
+    assert frame["backward_s"].tolist()[0] == 0.12
+
+
 def test_nccl_debug_lines_with_long_runs() -> None:
     from xpuperf.calibrate.nccllog import parse_lines
 
@@ -263,15 +289,34 @@ def test_nccl_debug_lines_with_long_runs() -> None:
     lines = [
         "9" * 200_000 + " NCCL INFO Bootstrap : Using eth0",  # host pattern searched a long run
         f"gpu-a:11:12 [0] NCCL INFO Using network IB{blanks}  ",
-        f"gpu-a:11:12 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0{blanks}.  ",
+        f"gpu-a:11:12 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0.{blanks}",
         f"gpu-a:11:12 [0] NCCL INFO NCCL_IB_HCA set by environment to mlx5_0{blanks}x.",
     ]
     with hard_deadline(60):
         log = parse_lines(lines)
     assert log.hosts == ["gpu-a"]
     assert log.network == ["IB"]
-    assert log.env["NCCL_SOCKET_IFNAME"] == ("eth0", 3)  # blanks and one final dot dropped
+    assert log.env["NCCL_SOCKET_IFNAME"] == ("eth0", 3)  # trailing blanks and one final dot dropped
     assert log.env["NCCL_IB_HCA"] == ("mlx5_0" + blanks + "x", 4)
+
+
+def test_nccl_debug_comm_line_with_huge_numbers() -> None:
+    # a 4301-digit rank: int() raised ValueError; 10**30 ranks made _infer_hosts loop over them
+    from xpuperf.calibrate.nccllog import parse_lines
+
+    line = "node01:1:{} [{}] NCCL INFO comm 0x8ec0ac{} rank {} nRanks {} nNodes {} localRanks {}"
+    with hard_deadline(60):
+        log = parse_lines(
+            [
+                line.format(2, 6, 0, "9" * 4301, 16, 2, 8),
+                line.format(2, 6, 0, 6, 16, 2, 8),
+                line.format(3, 7, 1, 7, 10**30, 10**29, 10),
+            ]
+        )
+    assert sorted((c.nranks, tuple(sorted(c.ranks))) for c in log.comms) == [
+        (16, tuple(range(16))),  # 16 ranks inferred node-major from rank 6 on node01
+        (10**30, (7,)),  # not inferred: more than 2**24 ranks
+    ]
 
 
 def test_nccl_tests_size_past_int64_is_a_skipped_row(tmp_path: Path) -> None:
@@ -285,8 +330,8 @@ def test_nccl_tests_size_past_int64_is_a_skipped_row(tmp_path: Path) -> None:
     p = tmp_path / "nccl.txt"
     p.write_text(text.replace("     2097152 ", " 1" + "0" * 400 + " ", 1))
     res = read_nccl_tests(p)
-    assert sorted(res.frame["size_bytes"]) == [2**k for k in range(22, 28)]  # 4 MiB … 128 MiB
-    assert any("skipped 2 malformed result row(s) (first at line 6)" in w for w in res.warnings)
+    assert sorted(res.frame["size_bytes"]) == [2**k for k in range(22, 29)]  # 2 MiB row gone
+    assert any("skipped 1 malformed result row(s) (first at line 6)" in w for w in res.warnings)
 
 
 def test_binding_lines_with_long_blank_runs(tmp_path: Path) -> None:
@@ -305,3 +350,110 @@ def test_binding_lines_with_long_blank_runs(tmp_path: Path) -> None:
         got_taskset = read_binding(taskset, "taskset").entries
     assert [(e.rank, e.cpus, e.line) for e in got] == [(3, (0, 1, 2), 3), (4, (5,), 6)]
     assert [(e.rank, e.cpus) for e in got_taskset] == [(0, (4, 5, 6, 7))]
+
+
+def test_binding_yaml_reader_error_is_one_line(tmp_path: Path) -> None:
+    # yaml's ReaderError (a NUL byte) has no `problem`: its two-line str() was the message
+    from xpuperf.topology.binding import read_binding
+
+    p = tmp_path / "launcher.yaml"
+    p.write_bytes(b"\x00launcher: numactl\nlocal_ranks:\n  - numactl --cpunodebind=0\n")
+    with pytest.raises(InputError) as e:
+        read_binding(p, "launcher")
+    assert str(e.value) == (
+        f"{p}: not valid YAML: unacceptable character #x0000: special characters are not "
+        'allowed in "<unicode string>", position 0'
+    )
+
+
+def test_mindspore_bench_epoch_past_float_range(tmp_path: Path) -> None:
+    # a 401-digit epoch: the step span (an int) divided a float -> OverflowError
+    big = "1" + "0" * 400
+    line = "epoch: [{}/1] step: [{}/5004], loss is 7.07 Epoch time: {} ms, fps: 1490 img/sec.\n"
+    p = tmp_path / "ms.log"
+    p.write_text(line.format(big, 40, 3431.5) + line.format(0, 80, 3437.1))
+    res = read_logs([p], fmt="mindspore")
+    assert res.table["step"].tolist() == [80]
+    assert res.table["step_time_s"].tolist() == [3.4371 / 80]  # span = the step (no valid prior)
+    assert res.warnings == [f"{p}:1: skipped 1 row: step number missing or not an integer"]
+
+
+def test_mlperf_speed_that_is_not_a_number(tmp_path: Path) -> None:
+    # 'Speed: . samples/sec' matched [\d.]+ and float('.') raised ValueError
+    seed = DATA / "formats_mlperf/04_trainlog_mlperf1.0-resnet-mxnet-1node-8xA100pcie.txt"
+    text = seed.read_text()
+    assert "Speed: 18477.98 samples/sec" in text
+    p = tmp_path / "mlperf.txt"
+    p.write_text(text.replace("Speed: 18477.98 samples/sec", "Speed: . samples/sec", 1))
+    res = read_logs([p], fmt="mlperf")
+    assert len(res.table) == len(read_logs([seed], fmt="mlperf").table) - 1
+    assert res.warnings[0].startswith(f"{p}:142: skipped 1 row: step time missing, NaN")
+
+
+_BIG = "9" * 4301  # one digit past int()'s limit: ValueError in every text reader's int()
+
+
+@pytest.mark.parametrize(
+    ("fmt", "line"),
+    [
+        ("torchtitan", f"[titan] 2025-01-01 00:00:00,000 - root - INFO - step: {_BIG}  loss: 1.0"),
+        ("keras", f"TimeHistory: 3.0 seconds, 3.0 examples/second between steps 100 and {_BIG}"),
+        ("mindspore", f"epoch: [{_BIG}/1] step: [4/50], loss is 7 Epoch time: 3.5 ms, fps: 14"),
+        (
+            "mmengine",
+            f"05/24 20:20:37 - mmengine - INFO - Epoch(train)  [{_BIG}][  24/1051]  time: 8",
+        ),
+        ("maskrcnn", f"INFO: eta: 1:00:00  iter: {_BIG}  loss: 1.3 (1.4)  time: 0.5 (0.5)"),
+        ("tf_cnn_benchmarks", f"{_BIG}\timages/sec: 10.0 +/- 0.1 (jitter = 0.0)\t1"),
+        ("deepspeed", f"[Rank {_BIG}] time (ms) | forward: 2.0 | backward: 7.4 | step: 7.2"),
+        (
+            "mlperf",
+            f"2021-05-19 02:42:12,466 Node[0] Epoch[{_BIG}] Batch [0-20]\tSpeed: 100.0 samples/sec",
+        ),
+    ],
+)
+def test_number_past_the_int_digit_limit(tmp_path: Path, fmt: str, line: str) -> None:
+    p = tmp_path / "rank0.log"
+    p.write_text(line + "\n")
+    with pytest.raises(InputError) as e:
+        read_logs([p], fmt=fmt)
+    assert str(e.value) == (
+        f"{p}: holds a number of more than 4300 digits: not a value a training log prints; "
+        "check the file is not corrupt or concatenated with binary data"
+    )
+
+
+def test_maskrcnn_long_name_run_parses_in_linear_time(tmp_path: Path) -> None:
+    # _METRIC retried `[a-z_0-9]+: ` from every character of a long run: 88 000 'x' hung
+    p = tmp_path / "rank0.log"
+    p.write_text(
+        _mask_line(20, 0.5, False)
+        + "INFO: eta: 1:00:00  iter: 40  loss: 1.3 (1.4)  loss_box_reg:" + "x" * 200_000
+        + "  time: 0.25 (0.3)  data: 0.01 (0.02)\n"
+    )  # fmt: skip
+    with hard_deadline(60):
+        res = read_logs([p], fmt="maskrcnn")
+    assert res.table["step"].tolist() == [20, 40]
+    assert res.table["step_time_s"].tolist() == [0.5, 0.25]
+
+
+def test_jsonl_epoch_times_near_float_max(tmp_path: Path) -> None:
+    # two times near 1e308: np.median averaged them to inf with an overflow RuntimeWarning
+    p = tmp_path / "rank0.jsonl"
+    p.write_text(
+        '{"step": 1, "step_time_s": 0.3, "time": 1.7e308}\n'
+        '{"step": 2, "step_time_s": 0.3, "time": 1.7e308}\n'
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with contextlib.suppress(InputError):
+            read_logs([p])
+
+
+def test_maskrcnn_iteration_past_float_range(tmp_path: Path) -> None:
+    # a 401-digit iter number: float(step) raised OverflowError; now a dropped row
+    p = tmp_path / "rank0.log"
+    p.write_text(_mask_line(20, 0.5, False) + _mask_line(int("1" + "0" * 400), 0.6, False))
+    res = read_logs([p], fmt="maskrcnn")
+    assert res.table["step"].tolist() == [20]
+    assert any("skipped 1 row" in w for w in res.warnings)

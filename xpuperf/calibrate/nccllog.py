@@ -66,9 +66,9 @@ __all__ = [
 ]
 
 INFO_MARK = "NCCL INFO "
+# Linear on hostile lines: _PREFIX starts only where a host name can (a search from every
+# position of a long run was quadratic); no lazy group before `\s*$` (quadratic on blank runs).
 _PREFIX = re.compile(r"(?<![^\s:])([^\s:]+):(\d+):(\d+) \[(\d+)\] $")
-"""Tried only where a host name can start: a search from inside a long run of name characters
-was quadratic (the run is scanned again from every position)."""
 _MPI_TAG = re.compile(r"^\[\d+,(\d+)\]<std(?:out|err)>:")
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)(?:\+(\S+))?")
 _COMM = re.compile(r"\bcomm (0x[0-9a-fA-F]+) rank (\d+) n[Rr]anks (\d+)(.*)$")
@@ -88,9 +88,7 @@ _NO_DEV = re.compile(r"^NET/(\w+) ?: No device found")
 _NETWORK = re.compile(r"^Using network (.*\S)\s*$")
 _PROVIDER = re.compile(r"^NET/OFI Selected Provider is (\w+)")
 _GDR = re.compile(r"GPU Direct RDMA (?:\(DMABUF\) )?(Enabled|Disabled|enabled|disabled) for (.*)$")
-_ENV = re.compile(r"^(NCCL_\w+) set by environment to (.*)$")
-"""The value loses trailing blanks and one final dot in code: ``(.*?)\\.?\\s*$`` was quadratic
-on a long blank run (so were ``(.+?)\\s*$`` in the patterns above, now greedy up to a non-blank)."""
+_ENV = re.compile(r"^(NCCL_\w+) set by environment to (.*)$")  # value: see _global_line
 _ENV_SET = re.compile(r"Setting (NCCL_\w+) (?:environment variable )?to \"?([^\"\s]*)\"?")
 _PATTERN = re.compile(
     r"^Pattern (\d+), crossNic (\d+), nChannels (\d+), bw ([\d.]+)/([\d.]+), "
@@ -230,7 +228,7 @@ class _Builder:
 def _infer_hosts(c: Comm) -> None:
     """Fill unknown hosts from nNodes/localRanks, node-major, when consistent with known ones."""
     g, n = c.local_ranks, c.nranks
-    if not g or not n or c.nnodes is None or g * c.nnodes != n:
+    if not g or not n or n > 1 << 24 or c.nnodes is None or g * c.nnodes != n:
         return
     block_host: dict[int, str] = {}
     for r, info in c.ranks.items():
@@ -258,6 +256,13 @@ def _split(line: str) -> tuple[tuple, str | None, str] | None:
 
 
 def _parse_line(b: _Builder, line: str, no: int) -> None:
+    try:
+        _parse(b, line, no)
+    except ValueError:  # a number past int()'s 4300-digit limit: not a line NCCL wrote
+        return
+
+
+def _parse(b: _Builder, line: str, no: int) -> None:
     log = b.log
     if log.version is None and "NCCL version" in line:
         v = _VERSION.search(line)
@@ -383,7 +388,7 @@ def _global_line(b: _Builder, thread: tuple, host: str | None, msg: str, no: int
         target.append((m.group(2).strip(), host, no))
         return
     m = _ENV.match(msg)
-    if m:
+    if m:  # trailing blanks and one final dot dropped (was `(.*?)\.?\s*$`: quadratic)
         value = m.group(2).rstrip()
         log.env.setdefault(m.group(1), (value[:-1] if value.endswith(".") else value, no))
         return

@@ -323,6 +323,14 @@ def _guard(path: Path | None, fn: Callable[..., T], *args: object) -> T:
         raise
     except (OSError, pa.ArrowException, csv.Error) as exc:
         raise InputError(f"cannot read: {exc}", path) from exc
+    except ValueError as exc:  # int() of a digit run past Python's limit, in any text reader
+        if "integer string conversion" not in str(exc):
+            raise
+        raise InputError(
+            "holds a number of more than 4300 digits: not a value a training log prints; "
+            "check the file is not corrupt or concatenated with binary data",
+            path,
+        ) from None
 
 
 def _nothing_usable(parts: list[build.Part], warnings: list[str]) -> InputError:

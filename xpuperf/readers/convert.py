@@ -134,7 +134,8 @@ def auto_epoch_factor(values: np.ndarray) -> float:
     sample = _sample(values)
     if len(sample) == 0:
         return 1.0
-    med = float(np.median(np.abs(sample)))
+    with np.errstate(over="ignore"):  # two values near 1e308 average to inf: fine here
+        med = float(np.median(np.abs(sample)))
     if med > 1e17:
         return 1e-9
     if med > 1e14:
@@ -176,7 +177,8 @@ def looks_like_timestamp(s: pd.Series, factor: float) -> bool:
     vals, bad = to_float(head)
     sample = _sample(vals)
     if len(sample):
-        return float(np.median(sample)) * factor > 1e8
+        with np.errstate(over="ignore"):  # near 1e308: the median may be inf
+            return float(np.median(sample)) * factor > 1e8
     if bad is not None and bad.any():
         iso = parse_iso(head[bad])
         return bool(np.isfinite(iso).mean() > 0.5)

@@ -48,6 +48,7 @@ class Ctx:
                 break
             p = p[: max(p.rfind("."), p.rfind("["), 0)]
         text = f"{path}: {message}" if path else message
+        text = text.replace("\r", "\\r").replace("\n", "\\n")  # a key may hold a line break
         raise InputError(text, self.source, line)
 
     def mapping(self, obj: Any, kind: str, path: str) -> dict[str, Any]:

@@ -85,7 +85,8 @@ _O = (  # each alternative starts with a distinct literal, so a noise line fails
     rb"|time \(ms\)[^\n]*"  # Megatron / NeoX timers
     rb"|(?:\[[^\]\n]*+\]W*+)++(?:iteration|(?:rank=\d+W*+)?time \(ms\))[^\n]*"  # [date] [Rank 0] …
     rb"|\(min, max\) time across ranks \(ms\)[^\n]*+"  # (min, max) head …
-    rb"(?:\nPFX(?:W)+[A-Za-z][\w\- ]*?W*\.{2,}:[^\n]*)+"  # … with its timer lines
+    rb"(?:\nPFX(?:W)+[A-Za-z](?:[\w\- ]*[\w\-])?W*\.{2,}:[^\n]*)+"  # … its timer lines (as
+    # timers.MINMAX: the name ends at a non-blank; a lazy name was quadratic on a blank run)
 )
 TOKENS = re.compile(
     (rb"\nPFX(?:W*+" + _A + rb"|(W*+(?:" + _O + rb")))").replace(b"PFX", _PFX).replace(b"W", _WS)
@@ -107,12 +108,13 @@ def sniff(lines: list[str]) -> bool:
 
 def _fields(text: str) -> dict[str, str]:
     """``key: value`` pairs of the ``|``-separated fields, both stripped (a field without a colon
-    is ignored). Split, not a regex: a lazy key/value pattern backtracked cubically on long
-    blank runs (a 400-blank field took 7 s)."""
+    is ignored; leading colons are skipped). Split, not a regex: the former key/value pattern
+    ``\\s*([^:|]+?)\\s*:\\s*([^|]*?)\\s*`` (same results) was cubic on a long blank run (400
+    blanks took 7 s)."""
     out = {}
     for field in text.split("|"):
-        key, colon, value = field.partition(":")
-        if colon and key.strip():
+        key, colon, value = field.lstrip(":").partition(":")
+        if colon:
             out[key.strip()] = value.strip()
     return out
 

@@ -69,7 +69,7 @@ def read(src: Source) -> TextTable:
             step = int(m.group(1)) * int(m.group(3)) + int(m.group(2))
             span = step - prev_bench if step > prev_bench else step
             prev_bench = step
-            st = as_float(m.group(4)) * _UNIT[m.group(5)] / span if span else NAN
+            st = as_float(m.group(4)) * _UNIT[m.group(5)] / as_float(span) if span else NAN
             row = {
                 "step": as_float(step),
                 "step_time_s": st,

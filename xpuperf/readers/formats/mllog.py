@@ -94,7 +94,7 @@ def read(src: Source) -> TextTable:
             if ep != epoch:
                 offset, epoch = offset + (last_end if epoch >= 0 else 0), ep
             last_end = end
-            speed.add(n, step=float(offset + end), throughput=float(m.group(4)))
+            speed.add(n, step=as_float(offset + end), throughput=as_float(m.group(4)))
         elif pending_eval is not None and "'global_steps'" in text:
             m = STEPS.search(text)
             if m:

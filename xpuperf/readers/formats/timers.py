@@ -17,8 +17,13 @@ from __future__ import annotations
 
 import re
 
-PAIR = re.compile(r"([A-Za-z][\w\- ]*?):\s*(-?[\d.]+(?:[eE][-+]?\d+)?)")
-MINMAX = re.compile(r"^\s+([A-Za-z][\w\- ]*?)\s*\.{2,}:\s*\(([\d.]+),\s*([\d.]+)\)\s*$")
+PAIR = re.compile(r"([A-Za-z][\w\- ]*+)(?::\s*(-?[\d.]+(?:[eE][-+]?\d+)?))?")
+"""A name, then ``: value`` when there is one (group 2 is None otherwise). A run of name characters
+is consumed whole even without a value: retried from each of its letters, a long run was
+quadratic."""
+MINMAX = re.compile(
+    r"^\s+([A-Za-z](?:[\w\- ]*[\w\-])?)\s*\.{2,}:\s*\(([\d.]+),\s*([\d.]+)\)\s*$"
+)  # the name ends at a non-blank: a lazy name before `\s*` was quadratic on a blank run
 MINMAX_HEAD = "time across ranks (ms)"
 
 FORWARD = ("forward-compute", "forward_microstep", "forward")
@@ -42,6 +47,8 @@ def pairs(text: str) -> dict[str, float]:
     _, _, rest = text.partition("time (ms)")
     out = {}
     for m in PAIR.finditer(rest):
+        if m.group(2) is None:
+            continue
         try:
             out[m.group(1).strip()] = float(m.group(2))
         except ValueError:  # "." or "1.2.3" matched by the pattern: not a number

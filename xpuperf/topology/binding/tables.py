@@ -108,7 +108,8 @@ def _load(text: str, source: str) -> tuple[Any, dict[int, int]]:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        raise InputError(f"not valid YAML: {getattr(e, 'problem', e)}", source, line) from None
+        problem = " ".join(str(getattr(e, "problem", None) or e).split())  # a ReaderError: 2 lines
+        raise InputError(f"not valid YAML: {problem}", source, line) from None
     except ValueError as e:  # e.g. an integer of more than 4300 digits (int() refuses it)
         why = "a number has too many digits" if "digits" in str(e) else str(e)[:100]
         raise InputError(f"a value cannot be read: {why}", source) from None

@@ -44,17 +44,17 @@ from xpuperf.topology.binding.records import (
 )
 
 _NUMACTL_KEY = re.compile(
-    r"^\s*(policy|preferred node|preferred|physcpubind|cpubind|nodebind|membind):\s*(.*?)\s*$"
-)
-_RANK_LINE = re.compile(r"^\W*(?:global[_ ]?)?rank\s*[=:#]?\s*(\d+)\W*$", re.I)
+    r"^\s*(policy|preferred node|preferred|physcpubind|cpubind|nodebind|membind):(.*)$"
+)  # the value is stripped in code: `(.*?)\s*$` is quadratic on a long blank run (as in lscpu)
+_RANK_LINE = re.compile(r"^\W*(?:global[_ ]?)?rank\s*(?:[=:#]\s*)?(\d+)\W*$", re.I)
 _TASKSET = re.compile(
-    r"pid\s+(\d+)'s\s+(current|new)\s+affinity\s+(list|mask):\s*(\S.*?)\s*$", re.I
+    r"pid\s+(\d+)'s\s+(current|new)\s+affinity\s+(list|mask):\s*(\S(?:.*\S)?)\s*$", re.I
 )
 _SLURM = re.compile(
     r"cpu[-_]bind(?:[-_]\w+)?=(\w+)\s+-\s+(\S+?),\s+task\s+(\d+)\s+(\d+)\s+\[(\d+)\]:\s+"
     r"mask\s+(0x[0-9a-fA-F,]+)\s+set"
 )
-_OMPI = re.compile(r"\[([^\]:]+)(?::\d+)?\]\s+(?:MCW\s+)?rank\s+(\d+)\s+(.*)$", re.I)
+_OMPI = re.compile(r"\[([^\[\]:]+)(?::\d+)?\]\s+(?:MCW\s+)?rank\s+(\d+)\s+(.*)$", re.I)
 _PICTURE = re.compile(r":\s*((?:\[[^\[\]]*\])+)\s*$")
 _PACKAGE = re.compile(r"package\[(\d+)\]\[(core|hwt):([^\]]*)\]")
 
@@ -107,7 +107,7 @@ def parse_numactl(text: str, source: str) -> BindingFile:
         m = _NUMACTL_KEY.match(line)
         if m is None:
             continue
-        key, value = m.group(1), m.group(2)
+        key, value = m.group(1), m.group(2).strip()
         cur = blocks[-1] if blocks else None
         new = cur is None or key in cur or (tag is not None and cur.get("tag") != tag)
         if new:
