@@ -91,7 +91,7 @@ def analyze_inputs(
     report = diagnose(nccl_files)
     nccl_set = {p.resolve() for p in nccl_files}
     step_paths = list(paths)
-    notes: list[str] = []
+    notes: list[str] = list(report.log.warnings)
     while True:
         try:
             result = analyze_logs(step_paths, **options)  # type: ignore[arg-type]

@@ -151,3 +151,29 @@ def test_comm_lines_with_and_without_comm_id_are_one_communicator() -> None:
         assert (log.world.nnodes, log.world.local_ranks) == (2, 2)
         assert log.world.hosts == ["n0", "n1"]
         assert log.world.rings == {0: [0, 1, 2, 3]}
+
+
+def test_out_of_range_rank_ids_are_skipped_and_counted() -> None:
+    # break-it regressions: a ring rank of 10**21 was reported as the world's size, and
+    # nRanks 99999999999 was taken as is; both exceed 1,000,000 cards (topology MAX_CARDS)
+    p = "h:1:1 [0] NCCL INFO "
+    log = parse_lines(
+        [
+            p + "comm 0x1 rank 0 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE",
+            p + "Channel 00/02 :    0   1   1000000000000000000000   3",  # > cap: skipped
+            p + "comm 0x2 rank 0 nRanks 99999999999 cudaDev 0",  # > cap: skipped
+            p + "comm 0x3 rank 7 nranks 4 cudaDev 0",  # rank >= nranks: skipped
+            p + "comm 0x1 rank 0 nranks 4 cudaDev 0 busId 1000",  # announces comm 0x1
+            p + "Channel 01/02 :    0   1   9   3",  # 9 >= nranks 4: skipped when applied
+            p + "Channel 00/02 :    0   1   2   3",  # kept
+        ]
+    )
+    (w,) = log.comms
+    assert (w.nranks, w.rings, sorted(w.ranks)) == (4, {0: [0, 1, 2, 3]}, [0])
+    (msg,) = log.warnings
+    assert msg.startswith("skipped 4 NCCL INFO line(s)")
+    assert "(first at line 2)" in msg
+
+
+def test_valid_log_has_no_reader_warning() -> None:
+    assert read_nccl_log(LOG41).warnings == []

@@ -200,3 +200,29 @@ def test_hostile_inputs_are_refused_cleanly(tmp_path: Path) -> None:
     p.write_text("cpu-bind=MASK - n, task 0 0 [1]: mask 0x" + "f" * 20000 + " set\n")
     with pytest.raises(InputError, match=r"big\.csv:1: CPU mask"):
         read_binding(p)
+
+
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [  # break-it regressions: each was silently read as "not bound" (a wrong XP513)
+        ("launcher: torchrun\nnuma_binding: 7\n", r"l.yaml:2: numa_binding: 7 .*accepted: node, "),
+        ("launcher: torchrun\nlocal_ranks: 5\n", r"l.yaml:2: local_ranks: expected a non-empty"),
+        ("launcher: [1, 2]\n", r"l.yaml:1: launcher: expected the launcher's name as text"),
+        ("launcher: t\nnproc_per_node: -1\n", r"l.yaml:2: nproc_per_node: expected .* >= 1"),
+    ],
+)
+def test_launcher_bad_values_are_refused(tmp_path: Path, body: str, match: str) -> None:
+    p = tmp_path / "l.yaml"
+    p.write_text(body)
+    with pytest.raises(InputError, match=match) as exc:
+        read_binding(p, "launcher")
+    assert exc.value.exit_code == 2
+    assert "\n" not in str(exc.value)
+
+
+def test_launcher_valid_values_still_parse(tmp_path: Path) -> None:
+    p = tmp_path / "l.yaml"
+    p.write_text("launcher: torchrun\nnuma_binding: exclusive\nnproc_per_node: 4\n")
+    bf = read_binding(p, "launcher")
+    (e,) = bf.entries
+    assert (e.follow_card, e.unbound, bf.nproc_per_node) == ("exclusive", False, 4)

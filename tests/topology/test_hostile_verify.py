@@ -43,7 +43,7 @@ HEAD = "schema: xpuperf.topology/1\nnodes:\n  - name: a\n"
         ("sup.csv", "rank,cpus\n\u00b2,0-3\n", r"sup.csv:2: rank must be a whole number"),
         ("sup.yaml", "launcher: t\nnuma_binding: node\nnproc_per_node: '\u00b2'\n", "nproc_per"),
         # accepted: 0 processes per node
-        ("n0.yaml", "launcher: t\nnuma_binding: node\nnproc_per_node: 0\n", "must be >= 1"),
+        ("n0.yaml", "launcher: t\nnuma_binding: node\nnproc_per_node: 0\n", "whole number >= 1"),
         # message paths: "ranks[0]rank", and ": give …" with an empty path in CSV rows
         ("p.yaml", "- {rank: true, cpus: '0'}\n", r"p.yaml:1: ranks\[0\]\.rank must be"),
         ("p.csv", "rank,cpus\n0,\n", r"p.csv:2: give exactly one of cpus"),

@@ -33,6 +33,10 @@ matches the ring, else to the largest (the "world"). Hosts of ranks that no line
 inferred from ``nNodes``/``localRanks`` assuming node-major placement (rank r on node
 r // localRanks) and marked ``host_inferred``.
 
+A line naming a rank id >= ``MAX_CARDS`` (1,000,000, the topology's cap), a ``comm`` line with
+``nranks`` above that cap or ``rank >= nranks``, and a ring/tree/transport line with a rank the
+communicator's ``nranks`` does not hold are skipped and counted in ``NcclLog.warnings``.
+
 Errors: :class:`~xpuperf.errors.InputError` for an unreadable file or one with no NCCL INFO line.
 """
 
@@ -52,6 +56,7 @@ from xpuperf.calibrate.nccllog_model import (
     RankInfo,
 )
 from xpuperf.errors import InputError
+from xpuperf.topology.nodes import MAX_CARDS
 
 __all__ = [
     "RING_PATTERN",
@@ -139,6 +144,14 @@ class _Builder:
         self.thread: dict[tuple, str | None] = {}
         self.pending: dict[tuple, list[tuple]] = {}
         self.pointer: dict[tuple, str] = {}  # (host, pid, comm pointer) -> key
+        self.skipped = 0  # lines with rank ids no communicator can hold
+        self.first_skipped: int | None = None  # line number of the first one, when known
+
+    def skip(self, no: int | None = None) -> None:
+        """Count a line whose rank ids are out of range (reported, not parsed)."""
+        self.skipped += 1
+        if self.first_skipped is None and no is not None:
+            self.first_skipped = no
 
     def merge(self, old: str, new: str) -> None:
         """A comm first seen without ``commId`` (key ``nranks N``) turns out to be ``new``."""
@@ -182,6 +195,9 @@ class _Builder:
 
     def apply(self, c: Comm, item: tuple) -> None:
         kind = item[0]
+        if c.nranks is not None and max(_ranks_of(item), default=-1) >= c.nranks:
+            self.skip()
+            return
         if kind == "ring":
             _, channel, total, order = item
             c.rings[channel] = order
@@ -222,7 +238,25 @@ class _Builder:
                 known = set(c.ranks) | {r for order in c.rings.values() for r in order}
                 c.nranks = max(known) + 1 if known else None
         self.log.comms = sorted(by_size, key=lambda c: (-(c.nranks or 0), c.key))
+        if self.skipped:
+            at = f" (first at line {self.first_skipped})" if self.first_skipped else ""
+            self.log.warnings.append(
+                f"skipped {self.skipped} NCCL INFO line(s) naming a rank id beyond the "
+                f"communicator's nranks or the {MAX_CARDS}-card cap{at}: not lines NCCL writes; "
+                "check that the log is not truncated or mixed with other text"
+            )
         return self.log
+
+
+def _ranks_of(item: tuple) -> list[int]:
+    """Rank ids a pending item names (ring order, transport ends, tree rank, parent, children)."""
+    if item[0] == "ring":
+        return item[3]
+    if item[0] == "conn":
+        return [item[1].src, item[1].dst]
+    if item[0] == "tree":
+        return [item[1], *(r for kids, up in item[2].values() for r in (*kids, up))]
+    return []
 
 
 def _infer_hosts(c: Comm) -> None:
@@ -285,6 +319,9 @@ def _parse(b: _Builder, line: str, no: int) -> None:
     m = _RING.match(msg)
     if m:
         order = [int(x) for x in m.group(3).split()]
+        if max(order) >= MAX_CARDS:
+            b.skip(no)
+            return
         b.item(thread, ("ring", int(m.group(1)), int(m.group(2)), order))
         return
     m = _CONN.match(msg)
@@ -293,6 +330,9 @@ def _parse(b: _Builder, line: str, no: int) -> None:
         parts = via.split("/")
         kind = parts[0].upper()
         net = parts[1] if kind in ("NET", "COLLNET") and len(parts) > 1 else None
+        if max(int(m.group(2)), int(m.group(4))) >= MAX_CARDS:
+            b.skip(no)
+            return
         conn = Connection(
             int(m.group(1)), int(m.group(2)), int(m.group(4)), via, kind, net, "GDRDMA" in via, no
         )
@@ -303,12 +343,17 @@ def _parse(b: _Builder, line: str, no: int) -> None:
             int(t[0]): ([int(x) for x in t[1].split("/")], int(t[3])) for t in _TREE.findall(msg)
         }
         rank = _TREE.search(msg)
-        if rank:
+        if rank and max(_ranks_of(("tree", int(rank.group(3)), trees))) >= MAX_CARDS:
+            b.skip(no)
+        elif rank:
             b.item(thread, ("tree", int(rank.group(3)), trees))
 
 
 def _comm_line(b: _Builder, thread: tuple, host: str | None, m: re.Match, no: int) -> None:
     rank, nranks = int(m.group(2)), int(m.group(3))
+    if nranks > MAX_CARDS or rank >= nranks:
+        b.skip(no)
+        return
     kv = dict(_KV.findall(m.group(4)))
     ptr = (host, thread[1] if host is not None else None, m.group(1))
     known = b.pointer.get(ptr)

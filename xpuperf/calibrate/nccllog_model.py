@@ -124,6 +124,7 @@ class NcclLog:
         gdr_enabled / gdr_disabled: (text after "for", host, line) of GPUDirect RDMA lines.
         env: NCCL variable → (value, line) as NCCL echoed it.
         hosts: every host named by a prefix.
+        warnings: reader warnings (lines skipped for out-of-range rank ids), one line each.
     """
 
     sources: list[str] = field(default_factory=list)
@@ -140,6 +141,7 @@ class NcclLog:
     gdr_disabled: list[tuple[str, str | None, int]] = field(default_factory=list)
     env: dict[str, tuple[str, int]] = field(default_factory=dict)
     hosts: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def world(self) -> Comm | None:

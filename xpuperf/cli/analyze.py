@@ -190,6 +190,8 @@ def _nccl_only(nccl, json_out, html_out, md_out, quiet, gates, err: Console) -> 
     for flag, out in (("--html", html_out), ("--markdown", md_out)):
         if out:
             err.print(f"warning: {flag} skipped: the inputs hold NCCL lines but no step records")
+    for w in nccl.log.warnings:
+        err.print("warning: " + safe(w))
     doc = nccl_only_document(nccl)
     if json_out:
         text = json.dumps(doc, indent=2, allow_nan=False) + "\n"

@@ -235,29 +235,28 @@ def parse_launcher(text: str, source: str) -> BindingFile:
     extra = sorted(set(map(str, data)) - allowed)
     if extra:
         raise InputError(f"{extra[0]}: unknown key (allowed: {', '.join(sorted(allowed))})", source)
+    at = _key_lines(text)
+    _check_launcher_values(data, source, at)
     mode, nproc = data.get("numa_binding"), data.get("nproc_per_node")
     if data.get("command"):
         cmd_mode, cmd_nproc = _torchrun_flags(str(data["command"]), source)
         if mode is not None and cmd_mode is not None and str(mode) != cmd_mode:
             raise InputError(
-                f"numa_binding: {mode} but the command says --numa-binding={cmd_mode}", source
+                f"numa_binding: {mode} but the command says --numa-binding={cmd_mode}",
+                source,
+                at.get("numa_binding"),
             )
         mode = mode if mode is not None else cmd_mode
         nproc = nproc if nproc is not None else cmd_nproc
-    nproc = _as_int(nproc, source, None, "nproc_per_node")
-    if nproc == 0:
-        raise InputError("nproc_per_node must be >= 1 (processes per node)", source)
+    if nproc is not None:
+        nproc = _nproc(nproc, source, at.get("nproc_per_node", at.get("command")))
     wrappers = data.get("local_ranks")
     if mode is not None and wrappers:
         raise InputError("give numa_binding or local_ranks, not both", source)
     if mode is not None:
         mode = str(mode).strip().lower()
         if mode not in TORCHRUN_MODES:
-            raise InputError(
-                f"numa_binding: {mode!r} is not audited (supported: {', '.join(TORCHRUN_MODES)}; "
-                "socket and core-complex need a socket/L3 layout the topology does not have)",
-                source,
-            )
+            raise InputError(_bad_mode(mode), source, at.get("numa_binding", at.get("command")))
         share = " (disjoint shares)" if mode == "exclusive" else ""
         out.notes.append(
             f"{source}: torchrun --numa-binding={mode}: local rank i on card i's NUMA node{share}"
@@ -270,8 +269,6 @@ def parse_launcher(text: str, source: str) -> BindingFile:
         out.nproc_per_node = nproc
         out.notes.append(f"{source}: no numa_binding and no local_ranks: ranks are not bound")
         return out
-    if not isinstance(wrappers, list):
-        raise InputError("local_ranks: expected a list, one entry per local rank", source)
     out.nproc_per_node = nproc
     for i, w in enumerate(wrappers):
         line = where.get(i)
@@ -281,6 +278,77 @@ def parse_launcher(text: str, source: str) -> BindingFile:
             e = _wrapper(str(w), i, source, line)
         out.entries.append(e)
     return out
+
+
+_UNBOUND = "or remove the key if the ranks are not bound"
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    """Top-level key → its 1-based line (empty when the text does not compose as YAML)."""
+    try:
+        root = yaml.compose(text)
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return {}
+    if not isinstance(root, yaml.MappingNode):
+        return {}
+    return {str(k.value): k.start_mark.line + 1 for k, _ in root.value}
+
+
+def _bad_mode(mode: Any) -> str:
+    return (
+        f"numa_binding: {mode!r:.60} is not audited (accepted: {', '.join(TORCHRUN_MODES)}, as "
+        "torchrun --numa-binding; socket and core-complex need a socket/L3 layout the topology "
+        f"does not have); write numa_binding: node, {_UNBOUND}"
+    )
+
+
+def _nproc(v: Any, source: str, line: int | None) -> int:
+    """``nproc_per_node`` (key or ``--nproc-per-node``): a whole number >= 1."""
+    text = str(v).strip() if isinstance(v, (int, str)) and not isinstance(v, bool) else ""
+    if not re.fullmatch(r"[0-9]{1,9}", text) or int(text) < 1:
+        raise InputError(
+            f"nproc_per_node: expected a whole number >= 1 (processes per node, as torchrun "
+            f"--nproc-per-node), got {v!r:.60}; give the number of ranks started on each node",
+            source,
+            line,
+        )
+    return int(text)
+
+
+def _check_launcher_values(data: dict, source: str, at: dict[str, int]) -> None:
+    """Refuse values of the launcher keys that would otherwise read as "not bound" (exit 2)."""
+    name = data["launcher"]
+    if not isinstance(name, str) or not name.strip():
+        raise InputError(
+            f"launcher: expected the launcher's name as text (torchrun, srun, mpirun, …), got "
+            f"{name!r:.60}; write e.g. launcher: torchrun",
+            source,
+            at.get("launcher"),
+        )
+    if "command" in data and (not isinstance(data["command"], str) or not data["command"]):
+        raise InputError(
+            f"command: expected the launch command line as text, got {data['command']!r:.60}; "
+            f"write e.g. command: torchrun --nproc-per-node=8 --numa-binding=node train.py, "
+            f"{_UNBOUND}",
+            source,
+            at.get("command"),
+        )
+    if "numa_binding" in data:
+        mode = data["numa_binding"]
+        if not isinstance(mode, str) or mode.strip().lower() not in TORCHRUN_MODES:
+            raise InputError(_bad_mode(mode), source, at.get("numa_binding"))
+    if "local_ranks" in data:
+        w = data["local_ranks"]
+        if not isinstance(w, list) or not w:
+            raise InputError(
+                f"local_ranks: expected a non-empty list, one numactl/taskset wrapper (or "
+                f"{{cpus, membind}}) per local rank, got {w!r:.60}; write e.g. local_ranks: "
+                f'["numactl --cpunodebind=0 --membind=0", "taskset -c 16-31"], {_UNBOUND}',
+                source,
+                at.get("local_ranks"),
+            )
+    if "nproc_per_node" in data:
+        _nproc(data["nproc_per_node"], source, at.get("nproc_per_node"))
 
 
 def _split(cmd: str, source: str, line: int | None, what: str) -> list[str]:
