@@ -1,0 +1,227 @@
+"""NCCL INFO line parsing for :mod:`xpuperf.calibrate.nccllog`: the line regexes and parsers.
+
+Each parser reads one line and hands what it finds to the reader's builder (``_Builder`` in
+:mod:`~xpuperf.calibrate.nccllog`); the lines known, and the rules for skipped ones, are listed in
+that module's docstring. Raises nothing: a line that does not parse is ignored or counted.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from xpuperf.calibrate.nccllog_model import Connection, GraphSearch, RankInfo
+from xpuperf.topology.nodes import MAX_CARDS
+
+if TYPE_CHECKING:
+    from xpuperf.calibrate.nccllog import _Builder
+
+INFO_MARK = "NCCL INFO "
+# Linear on hostile lines: _PREFIX starts only where a host name can (a search from every
+# position of a long run was quadratic); no lazy group before `\s*$` (quadratic on blank runs).
+_PREFIX = re.compile(r"(?<![^\s:])([^\s:]+):(\d+):(\d+) \[(\d+)\] $")
+_MPI_TAG = re.compile(r"^\[\d+,(\d+)\]<std(?:out|err)>:")
+_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)(?:\+(\S+))?")
+_COMM = re.compile(r"\bcomm (0x[0-9a-fA-F]+) rank (\d+) n[Rr]anks (\d+)(.*)$")
+_KV = re.compile(r"\b(cudaDev|nvmlDev|busId|commId|nNodes|localRanks|localRank) (\S+)")
+_RING = re.compile(r"^Channel (\d+)/(\d+) :((?:\s+\d+)+)\s*$")
+_CONN = re.compile(
+    r"^Channel (\d+)(?:/\d+)? : (\d+)\[([0-9a-fA-Fx:.]+)\] -> (\d+)\[([0-9a-fA-Fx:.]+)\]"
+    r"(?: \[(send|receive)\])? via (\S(?:.*\S)?)\s*$"
+)
+_TREE = re.compile(r"\[(\d+)\] (-?\d+(?:/-?\d+)*)->(-?\d+)->(-?\d+)")
+_NCHAN = re.compile(r"^(\d+) coll channels")
+_IB = re.compile(r"^NET/IB ?: Using (.*)$")
+_IB_DEV = re.compile(r"\[\d+\]([\w.-]+):\d+/(IB|RoCE)")
+_SOCKET = re.compile(r"^NET/Socket ?: Using (.*)$")
+_SOCK_IF = re.compile(r"\[\d+\]([\w.@-]+):")
+_NO_DEV = re.compile(r"^NET/(\w+) ?: No device found")
+_NETWORK = re.compile(r"^Using network (.*\S)\s*$")
+_PROVIDER = re.compile(r"^NET/OFI Selected Provider is (\w+)")
+_GDR = re.compile(r"GPU Direct RDMA (?:\(DMABUF\) )?(Enabled|Disabled|enabled|disabled) for (.*)$")
+_ENV = re.compile(r"^(NCCL_\w+) set by environment to (.*)$")  # value: see _global_line
+_ENV_SET = re.compile(r"Setting (NCCL_\w+) (?:environment variable )?to \"?([^\"\s]*)\"?")
+_PATTERN = re.compile(
+    r"^Pattern (\d+), crossNic (\d+), nChannels (\d+), bw ([\d.]+)/([\d.]+), "
+    r"type (\w+)/(\w+), sameChannels (\d+)"
+)
+_FALLBACK = re.compile(r"Could not find a path for pattern (\d+), falling back to simple order")
+_COMPLETE = re.compile(r"- Init COMPLETE")
+
+
+def _ranks_of(item: tuple) -> list[int]:
+    """Rank ids a pending item names (ring order, transport ends, tree rank, parent, children)."""
+    if item[0] == "ring":
+        return item[3]
+    if item[0] == "conn":
+        return [item[1].src, item[1].dst]
+    if item[0] == "tree":
+        return [item[1], *(r for kids, up in item[2].values() for r in (*kids, up))]
+    return []
+
+
+def _split(line: str) -> tuple[tuple, str | None, str] | None:
+    """(thread key, host, message) of an NCCL INFO line, else None."""
+    i = line.find(INFO_MARK)
+    if i < 0:
+        return None
+    msg = line[i + len(INFO_MARK) :].strip()
+    m = _PREFIX.search(line[:i])
+    if m:
+        host, pid, tid = m.group(1), int(m.group(2)), int(m.group(3))
+        return (host, pid, tid), host, msg
+    tag = _MPI_TAG.match(line)
+    return ("mpi", tag.group(1) if tag else None), None, msg
+
+
+def _parse_line(b: _Builder, line: str, no: int) -> None:
+    try:
+        _parse(b, line, no)
+    except ValueError:  # a number past int()'s 4300-digit limit: not a line NCCL wrote
+        return
+
+
+def _parse(b: _Builder, line: str, no: int) -> None:
+    log = b.log
+    if log.version is None and "NCCL version" in line:
+        v = _VERSION.search(line)
+        if v:
+            log.version, log.cuda = v.group(1), v.group(2)
+    got = _split(line)
+    if got is None:
+        return
+    thread, host, msg = got
+    log.info_lines += 1
+    if host is not None and host not in log.hosts:
+        log.hosts.append(host)
+    if not msg.startswith(("Channel", "Trees")):
+        m = _COMM.search(msg) if "comm 0x" in msg else None
+        if m:
+            _comm_line(b, thread, host, m, no)
+        else:
+            _global_line(b, thread, host, msg, no)
+        return
+    m = _RING.match(msg)
+    if m:
+        order = [int(x) for x in m.group(3).split()]
+        if max(order) >= MAX_CARDS:
+            b.skip(no)
+            return
+        b.item(thread, ("ring", int(m.group(1)), int(m.group(2)), order))
+        return
+    m = _CONN.match(msg)
+    if m:
+        via = m.group(7)
+        parts = via.split("/")
+        kind = parts[0].upper()
+        net = parts[1] if kind in ("NET", "COLLNET") and len(parts) > 1 else None
+        if max(int(m.group(2)), int(m.group(4))) >= MAX_CARDS:
+            b.skip(no)
+            return
+        conn = Connection(
+            int(m.group(1)), int(m.group(2)), int(m.group(4)), via, kind, net, "GDRDMA" in via, no
+        )
+        b.item(thread, ("conn", conn, host, msg))
+        return
+    if msg.startswith("Trees"):
+        trees = {
+            int(t[0]): ([int(x) for x in t[1].split("/")], int(t[3])) for t in _TREE.findall(msg)
+        }
+        rank = _TREE.search(msg)
+        if rank and max(_ranks_of(("tree", int(rank.group(3)), trees))) >= MAX_CARDS:
+            b.skip(no)
+        elif rank:
+            b.item(thread, ("tree", int(rank.group(3)), trees))
+
+
+def _comm_line(b: _Builder, thread: tuple, host: str | None, m: re.Match, no: int) -> None:
+    rank, nranks = int(m.group(2)), int(m.group(3))
+    if nranks > MAX_CARDS or rank >= nranks:
+        b.skip(no)
+        return
+    kv = dict(_KV.findall(m.group(4)))
+    ptr = (host, thread[1] if host is not None else None, m.group(1))
+    known = b.pointer.get(ptr)
+    if "commId" in kv:
+        key = f"commId {kv['commId']}"
+        if known is not None and known != key and known.startswith("nranks "):
+            b.merge(known, key)
+    else:
+        key = known or f"nranks {nranks}"
+    b.pointer[ptr] = key
+    c = b.comm(key)
+    c.nranks = nranks
+    if "nNodes" in kv and kv["nNodes"].isdigit():
+        c.nnodes = int(kv["nNodes"])
+    if "localRanks" in kv and kv["localRanks"].isdigit():
+        c.local_ranks = int(kv["localRanks"])
+    info = c.ranks.setdefault(rank, RankInfo(rank))
+    info.host = host or info.host
+    info.host_inferred = False
+    if host is not None:
+        info.pid = thread[1]
+    if kv.get("cudaDev", "").isdigit():
+        info.cuda_dev = int(kv["cudaDev"])
+    if "busId" in kv:
+        info.bus_id = kv["busId"]
+    if "Destroy" not in m.group(4):
+        b.announce(thread, key, bool(_COMPLETE.search(m.group(4))))
+
+
+def _global_line(b: _Builder, thread: tuple, host: str | None, msg: str, no: int) -> None:
+    log = b.log
+    m = _NCHAN.match(msg)
+    if m:
+        b.item(thread, ("nchan", int(m.group(1))))
+        return
+    m = _PATTERN.match(msg)
+    if m:
+        g = m.groups()
+        gs = GraphSearch(
+            int(g[0]), int(g[1]), int(g[2]), float(g[3]), float(g[4]), g[5], g[6], int(g[7]),
+            host, no,
+        )  # fmt: skip
+        b.item(thread, ("search", gs))
+        return
+    m = _FALLBACK.search(msg)
+    if m:
+        b.item(thread, ("fallback", int(m.group(1)), no))
+        return
+    m = _IB.match(msg)
+    if m:
+        for dev, _ in _IB_DEV.findall(m.group(1)):
+            if dev not in log.ib_devices:
+                log.ib_devices.append(dev)
+        return
+    m = _SOCKET.match(msg)
+    if m:
+        for name in _SOCK_IF.findall(m.group(1)):
+            if name not in log.socket_ifs:
+                log.socket_ifs.append(name)
+        return
+    m = _NO_DEV.match(msg)
+    if m:
+        log.ib_none = log.ib_none or m.group(1) == "IB"
+        return
+    m = _NETWORK.match(msg)
+    if m:
+        if m.group(1) not in log.network:
+            log.network.append(m.group(1))
+        return
+    m = _PROVIDER.match(msg)
+    if m:
+        log.provider = m.group(1)
+        return
+    m = _GDR.search(msg)
+    if m:
+        target = log.gdr_enabled if m.group(1).lower() == "enabled" else log.gdr_disabled
+        target.append((m.group(2).strip(), host, no))
+        return
+    m = _ENV.match(msg)
+    if m:  # trailing blanks and one final dot dropped (was `(.*?)\.?\s*$`: quadratic)
+        value = m.group(2).rstrip()
+        log.env.setdefault(m.group(1), (value[:-1] if value.endswith(".") else value, no))
+        return
+    m = _ENV_SET.search(msg)
+    if m:
+        log.env.setdefault(m.group(1), (m.group(2), no))
