@@ -9,11 +9,15 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xpuperf.analysis import analyze
 from xpuperf.analysis.results import AnalyzeResult
 from xpuperf.errors import InputError
 from xpuperf.readers import read_logs
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def analyze_logs(
@@ -41,20 +45,26 @@ def analyze_logs(
         InputError: unreadable or unusable input (exit code 2 in the CLI).
     """
     run = read_logs(paths, fmt=fmt, batch_size=batch_size, world_size=world_size)
-    warnings = list(run.warnings)
-    base_table = None
-    if baseline is not None:
-        base = read_logs([baseline], fmt=fmt, batch_size=batch_size)
-        base_table = base.table
-        warnings += [f"baseline: {w}" for w in base.warnings]
+    base_table, base_warnings = read_baseline(baseline, fmt=fmt, batch_size=batch_size)
     return analyze(
         run.table,
         baseline=base_table,
         warmup=warmup,
         straggler_threshold=straggler_threshold,
         sources=run.sources,
-        read_warnings=warnings,
+        read_warnings=[*run.warnings, *base_warnings],
     )
+
+
+def read_baseline(
+    baseline: str | os.PathLike | None, *, fmt: str | None = None, batch_size: float | None = None
+) -> tuple[pd.DataFrame | None, list[str]]:
+    """The single-card baseline's step table and its reader warnings (prefixed ``baseline:``),
+    or ``(None, [])`` without a baseline. Raises InputError as :func:`read_logs`."""
+    if baseline is None:
+        return None, []
+    base = read_logs([baseline], fmt=fmt, batch_size=batch_size)
+    return base.table, [f"baseline: {w}" for w in base.warnings]
 
 
 def analyze_inputs(

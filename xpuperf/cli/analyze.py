@@ -131,31 +131,15 @@ def analyze(
             f"--world-size applies to job-level logs, not to the dataset {dataset}: "
             "analyse the log itself with --world-size N"
         )
+    options = {"baseline": baseline, "fmt": fmt, "batch_size": batch_size, "warmup": warmup,
+               "straggler_threshold": straggler_threshold}  # fmt: skip
     with read_progress(err, [] if dataset else logs, quiet):
         if dataset is not None:
-            result, nccl = (
-                analyze_dataset(
-                    dataset,
-                    engine=engine or "pandas",
-                    scheduler=scheduler,
-                    baseline=baseline,
-                    fmt=fmt,
-                    batch_size=batch_size,
-                    warmup=warmup,
-                    straggler_threshold=straggler_threshold,
-                ),
-                None,
-            )
+            result = analyze_dataset(dataset, engine=engine or "pandas", scheduler=scheduler,
+                                     **options)  # fmt: skip
+            nccl = None
         else:
-            result, nccl = analyze_inputs(
-                logs,
-                baseline=baseline,
-                fmt=fmt,
-                batch_size=batch_size,
-                warmup=warmup,
-                straggler_threshold=straggler_threshold,
-                world_size=world_size,
-            )
+            result, nccl = analyze_inputs(logs, world_size=world_size, **options)
     if result is None:  # only NCCL debug logs: the NCCL report alone
         _nccl_only(nccl, json_out, html_out, md_out, quiet, gates, err)
         return

@@ -76,7 +76,7 @@ def analyze_dataset(
     Raises:
         InputError, UsageError: bad dataset, engine or options (exit code 2 in the CLI).
     """
-    from xpuperf.readers import read_logs
+    from xpuperf.pipeline import read_baseline
 
     eng = (
         get_engine(engine, scheduler=scheduler, storage_options=storage_options)
@@ -84,12 +84,7 @@ def analyze_dataset(
         else engine
     )
     red = eng.reduce(os.fspath(dataset))
-    warnings = list(red.warnings)
-    base_table = None
-    if baseline is not None:
-        base = read_logs([baseline], fmt=fmt, batch_size=batch_size)
-        base_table = base.table
-        warnings += [f"baseline: {w}" for w in base.warnings]
+    base_table, base_warnings = read_baseline(baseline, fmt=fmt, batch_size=batch_size)
     return analyze(
         red.table,
         job=red.job,
@@ -97,7 +92,7 @@ def analyze_dataset(
         warmup=warmup,
         straggler_threshold=straggler_threshold,
         sources=red.sources,
-        read_warnings=warnings,
+        read_warnings=[*red.warnings, *base_warnings],
     )
 
 
