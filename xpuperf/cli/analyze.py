@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from xpuperf.cli.console import err_console, out_console
+from xpuperf.cli.options import BatchSizeOption, FormatOption
 from xpuperf.errors import UsageError
 from xpuperf.report.output import check_not_input, write_text_atomic
 from xpuperf.report.terminal import safe
@@ -39,13 +40,8 @@ def analyze(
         str | None,
         typer.Option(help="Log of ONE card alone at the same per-card batch (for speedup)."),
     ] = None,
-    fmt: Annotated[
-        str | None, typer.Option("--format", "-f", help="Force a reader format (csv, jsonl, …).")
-    ] = None,
-    batch_size: Annotated[
-        float | None,
-        typer.Option(min=0.0, help="Samples per rank per step, when the logs do not say."),
-    ] = None,
+    fmt: FormatOption = None,
+    batch_size: BatchSizeOption = None,
     warmup: Annotated[
         int | None, typer.Option(min=0, help="Exclude this many leading steps (default: detect).")
     ] = None,

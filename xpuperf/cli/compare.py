@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from xpuperf.cli.console import out_console
+from xpuperf.cli.options import BatchSizeOption, FormatOption
 from xpuperf.errors import UsageError
 from xpuperf.report.output import check_not_input, write_text_atomic
 
@@ -87,12 +88,8 @@ def compare(
     ] = None,
     alpha: Annotated[float, typer.Option(min=0.0, max=1.0, help="Significance level.")] = 0.01,
     min_effect: Annotated[str, typer.Option(help="Smallest change that counts (e.g. 1%).")] = "1%",
-    fmt: Annotated[
-        str | None, typer.Option("--format", "-f", help="Force a reader format (csv, jsonl, …).")
-    ] = None,
-    batch_size: Annotated[
-        float | None, typer.Option(min=0.0, help="Samples per rank per step, if logs lack it.")
-    ] = None,
+    fmt: FormatOption = None,
+    batch_size: BatchSizeOption = None,
     warmup: Annotated[
         int | None, typer.Option(min=0, help="Exclude this many leading steps (default: detect).")
     ] = None,

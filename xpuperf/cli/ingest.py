@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from xpuperf.cli.console import err_console
+from xpuperf.cli.options import BatchSizeOption, FormatOption
 from xpuperf.cli.progress import read_progress
 from xpuperf.errors import UsageError
 from xpuperf.report.terminal import safe
@@ -22,13 +23,8 @@ def ingest(
         str,
         typer.Option("--out", "-o", help="New (or empty) folder to write the dataset into."),
     ],
-    fmt: Annotated[
-        str | None, typer.Option("--format", "-f", help="Force a reader format (csv, jsonl, …).")
-    ] = None,
-    batch_size: Annotated[
-        float | None,
-        typer.Option(min=0.0, help="Samples per rank per step, when the logs do not say."),
-    ] = None,
+    fmt: FormatOption = None,
+    batch_size: BatchSizeOption = None,
     ranks_per_partition: Annotated[
         int | None,
         typer.Option(

@@ -1,0 +1,18 @@
+"""Options shared by the subcommands that read step logs (analyze, compare, ingest)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+FormatOption = Annotated[
+    str | None, typer.Option("--format", "-f", help="Force a reader format (csv, jsonl, …).")
+]
+"""``--format NAME``: force a reader instead of sniffing (``xpuperf formats`` lists them)."""
+
+BatchSizeOption = Annotated[
+    float | None,
+    typer.Option(min=0.0, help="Samples per rank per step, when the logs do not say."),
+]
+"""``--batch-size N``: samples per rank per step for logs that print no sample count."""
