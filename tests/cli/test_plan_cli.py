@@ -125,6 +125,12 @@ def test_json_file_and_nic_override(capsys, tmp_path: Path) -> None:
         # 1e308 s overflowed to inf ms (exit 0) and --input-time 1e308 divided by zero (exit 3)
         (["--model", "resnet50", "--step-time", "1e308"], "seconds up to 1e+06"),
         (["--input-time", "1e308"], "seconds up to 1e+06"),
+        # accepted before (exit 0 with a meaningless plan): infinite or absurd sizes
+        (["--bucket-mb", "inf"], "--bucket-mb must be a number > 0 and <= 1,048,576 (MiB)"),
+        (["--batch-size", "1e30"], "--batch-size must be a number > 0 and <= 1,000,000,000"),
+        (["--params", "10" + "0" * 25, "--step-time", "1"], "--params must be between 1 and"),
+        (["--nic-speed", "1e30Gbps"], "--nic-speed must be a number > 0 and <= 100,000 (Gb/s)"),
+        (["--nics-per-node", "100000"], "--nics-per-node must be a number > 0 and <= 4,096"),
     ],
 )
 def test_bad_inputs_exit_2_with_one_line(capsys, args: list[str], message: str) -> None:
@@ -132,3 +138,32 @@ def test_bad_inputs_exit_2_with_one_line(capsys, args: list[str], message: str) 
     assert code == 2
     assert message in err
     assert len(err.strip().splitlines()) == 1
+
+
+def _main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        cli_app.main(list(args))
+    out, err = capsys.readouterr()
+    return int(exc.value.code), out, err
+
+
+@pytest.mark.parametrize("flag", ["--markdown", "--html"])
+@pytest.mark.parametrize("command", ["plan", "analyze"])
+def test_dash_output_goes_to_stdout_not_to_a_file_named_dash(
+    capsys, tmp_path: Path, monkeypatch, flag: str, command: str
+) -> None:
+    # `--markdown -` wrote a file called "-" in the working folder before
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    code, out, _err = _main(capsys, command, flag, "-")
+    assert code == 0
+    assert list(tmp_path.iterdir()) == []
+    first = out.lstrip().splitlines()[0]
+    assert first.startswith("<!DOCTYPE html>" if flag == "--html" else "## xpuperf")
+    assert "Scaling (times in ms)" not in out  # no terminal summary mixed in
+
+
+def test_two_outputs_on_stdout_exit_2(capsys) -> None:
+    code, _out, err = _main(capsys, "plan", "--json", "-", "--markdown", "-")
+    assert code == 2
+    assert "--json and --markdown both write to stdout (-)" in err

@@ -87,3 +87,6 @@ def test_bad_inputs() -> None:
         nccl.nccl_table(8, 1, 100.0, comp_cap=60)
     with pytest.raises(CostModelError):
         nccl.nccl_table(8, 1, 0.0)
+    lv = levels.from_cluster(preset("dgx-a100", 2))
+    with pytest.raises(CostModelError, match="unknown NCCL protocol 'll64'"):
+        nccl.model_times(1 << 20, 16, lv, ("simple", "ll64"))

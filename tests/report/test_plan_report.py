@@ -15,7 +15,9 @@ from xpuperf.advice.plan import make_plan
 from xpuperf.cli import app as cli_app
 from xpuperf.cli import plan as plan_cmd
 from xpuperf.costmodel.estimate import Planner, Settings
+from xpuperf.costmodel.input import Loader
 from xpuperf.costmodel.workloads import model
+from xpuperf.report.figures_plan import summary_rows
 from xpuperf.report.html import plotly_js
 from xpuperf.report.markdown import MAX_BYTES, render_plan_markdown
 from xpuperf.report.plan_html import build_plan_view, render_plan_html
@@ -101,6 +103,16 @@ def test_every_fix_of_an_input_bound_plan_gets_its_curve() -> None:
     workers = next(curve for curve in c.fixes if curve.lever == "workers")
     assert workers.speedup[0] == pytest.approx(1.0)
     assert max(s for curve in c.fixes for s in curve.speedup) <= 1.0
+
+
+def test_loader_settings_read_as_text_not_a_python_dict() -> None:
+    # the settings row printed the loader as "{'batch_time_s': 0.5, ...}" before
+    r = make_plan(presets.preset("pcie-8gpu", 2), model("resnet50"), 0.1, cards=[1, 8, 16],
+                  settings=Settings(loader=Loader(0.5, workers=0)), batch_size=256.0)  # fmt: skip
+    row = dict(summary_rows(to_dict(r)))["settings"]
+    assert "{" not in row
+    assert "'" not in row
+    assert "loader (batch_time_s 0.5, workers 0, prefetch_factor 2, " in row
 
 
 def test_unknown_lever_or_disagreeing_fix_gets_no_curve_and_a_note() -> None:

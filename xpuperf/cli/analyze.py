@@ -15,7 +15,7 @@ from rich.console import Console
 from xpuperf.cli.console import err_console, out_console
 from xpuperf.cli.options import BatchSizeOption, FormatOption
 from xpuperf.errors import UsageError
-from xpuperf.report.output import check_not_input, write_text_atomic
+from xpuperf.report.output import check_not_input, stdout_outputs, write_output
 from xpuperf.report.terminal import safe
 from xpuperf.samples import DEFAULT_BASELINE, DEFAULT_RUN, samples_dir
 
@@ -61,13 +61,16 @@ def analyze(
     ] = None,
     html_out: Annotated[
         str | None,
-        typer.Option("--html", help="Write a self-contained HTML report (opens offline) to PATH."),
+        typer.Option(
+            "--html",
+            help="Write a self-contained HTML report (opens offline) to PATH, - for stdout.",
+        ),
     ] = None,
     md_out: Annotated[
         str | None,
         typer.Option(
             "--markdown",
-            help="Write a Markdown summary to PATH (also appended to $GITHUB_STEP_SUMMARY "
+            help="Write a Markdown summary to PATH or - (also appended to $GITHUB_STEP_SUMMARY "
             "when that is set).",
         ),
     ] = None,
@@ -121,6 +124,7 @@ def analyze(
             raise UsageError(f"{flag} path is empty; give a file name")
         if out and out != "-":
             check_not_input(out, existing)
+    to_stdout = stdout_outputs(json=json_out, html=html_out, markdown=md_out)
     dataset = dataset_input(logs, engine, scheduler)  # `xpuperf ingest` output: an engine reads it
     if dataset is not None and world_size is not None:
         raise UsageError(
@@ -137,20 +141,18 @@ def analyze(
         else:
             result, nccl = analyze_inputs(logs, world_size=world_size, **options)
     if result is None:  # only NCCL debug logs: the NCCL report alone
-        _nccl_only(nccl, json_out, html_out, md_out, quiet, gates, err)
+        _nccl_only(nccl, json_out, html_out, md_out, quiet or to_stdout, gates, err)
         return
     for w in result.read_warnings:
         err.print("warning: " + safe(w))
-    if json_out == "-":
-        sys.stdout.write(render_json(result))
-    elif json_out:
-        write_text_atomic(json_out, render_json(result))
+    if json_out:
+        write_output(json_out, render_json(result))
     if html_out:
         from xpuperf.report.html import render_html
 
-        write_text_atomic(html_out, render_html(result))
+        write_output(html_out, render_html(result))
     write_ci_outputs(result, md_out, err)
-    if not quiet and json_out != "-":
+    if not quiet and not to_stdout:
         render_terminal(result, out_console())
     if gates:
         outcome = gt.evaluate(gates, to_dict(result))
@@ -175,7 +177,7 @@ def _nccl_only(nccl, json_out, html_out, md_out, quiet, gates, err: Console) -> 
     doc = nccl_only_document(nccl)
     if json_out:
         text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
-        sys.stdout.write(text) if json_out == "-" else write_text_atomic(json_out, text)
+        write_output(json_out, text)
     if not quiet and json_out != "-":
         render_nccl(nccl, out_console())
     if gates:

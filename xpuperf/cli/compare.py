@@ -9,7 +9,6 @@ Register in ``xpuperf/cli/app.py`` with::
 from __future__ import annotations
 
 import glob
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -21,7 +20,7 @@ from rich.table import Table
 from xpuperf.cli.console import out_console
 from xpuperf.cli.options import BatchSizeOption, FormatOption
 from xpuperf.errors import UsageError
-from xpuperf.report.output import check_not_input, write_text_atomic
+from xpuperf.report.output import check_not_input, stdout_outputs, write_output
 
 if TYPE_CHECKING:
     from xpuperf.compare import CompareResult
@@ -97,9 +96,11 @@ def compare(
         str | None, typer.Option("--json", help="Write the JSON result to PATH, or - for stdout.")
     ] = None,
     md_out: Annotated[
-        str | None, typer.Option("--markdown", help="Write Markdown to PATH.")
+        str | None, typer.Option("--markdown", help="Write Markdown to PATH, - for stdout.")
     ] = None,
-    html_out: Annotated[str | None, typer.Option("--html", help="Write an HTML report.")] = None,
+    html_out: Annotated[
+        str | None, typer.Option("--html", help="Write an HTML report to PATH, - for stdout.")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary.")] = False,
 ) -> None:
     """Compare two runs: per-metric change, Mann–Whitney test over steps, regression gate."""
@@ -113,25 +114,23 @@ def compare(
     for out in (json_out, md_out, html_out):
         if out and out != "-":
             check_not_input(out, existing)
+    to_stdout = stdout_outputs(json=json_out, markdown=md_out, html=html_out)
     result = compare_paths(
         base, current, alpha=alpha, min_effect=effect, fmt=fmt, batch_size=batch_size,
         warmup=warmup,
     )  # fmt: skip
     if json_out:
         text = json.dumps(to_dict(result), indent=2, allow_nan=False) + "\n"
-        if json_out == "-":
-            sys.stdout.write(text)
-        else:
-            write_text_atomic(json_out, text)
+        write_output(json_out, text)
     if md_out:
         from xpuperf.report.markdown import render_compare_markdown
 
-        write_text_atomic(md_out, render_compare_markdown(result))
+        write_output(md_out, render_compare_markdown(result))
     if html_out:
         from xpuperf.report.html import render_compare_html
 
-        write_text_atomic(html_out, render_compare_html(result))
-    if not quiet and json_out != "-":
+        write_output(html_out, render_compare_html(result))
+    if not quiet and not to_stdout:
         render_compare_terminal(result, out_console())
     if limit is not None:
         check_max_regression(result, limit)

@@ -6,7 +6,6 @@ turned into exit codes by ``main()``. Register with ``app.command("plan")(plan_c
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -22,7 +21,7 @@ from xpuperf.costmodel.comm import USER_ALGORITHMS
 from xpuperf.costmodel.estimate import DEFAULT_CARDS, FRAMEWORKS, Settings
 from xpuperf.costmodel.workloads import MODEL_PRESETS, even_split, model
 from xpuperf.errors import UsageError
-from xpuperf.report.output import check_not_input, write_text_atomic
+from xpuperf.report.output import check_not_input, stdout_outputs, write_output
 from xpuperf.report.plan_report import render_json, render_terminal
 from xpuperf.topology import build, presets
 from xpuperf.topology.importers import load_any
@@ -67,6 +66,24 @@ def _nic_override(cluster: Cluster, speed_Gbps: float | None, k: int | None) -> 
     return replace(cluster, nodes=tuple(replace(new, name=n.name) for n in cluster.nodes))
 
 
+MAX_BATCH = 1e9
+"""Largest ``--batch-size`` (samples per card per step) taken."""
+MAX_BUCKET_MB = 1 << 20
+"""Largest ``--bucket-mb`` taken: 1 TiB, above any model's gradient (one bucket)."""
+MAX_PARAMS = 10**15
+"""Largest ``--params`` taken: 10^15, a hundred times the largest models trained."""
+MAX_NIC_GBPS = 100_000.0
+"""Largest ``--nic-speed`` taken: 100 Tb/s per port."""
+MAX_NICS = 4096
+"""Largest ``--nics-per-node`` taken (as many as the largest node has cards)."""
+
+
+def _in_range(flag: str, value: float | None, hi: float, unit: str) -> None:
+    """Refuse a value that is not a finite number in (0, hi] (UsageError, exit 2)."""
+    if value is not None and not (0 < value <= hi):
+        raise UsageError(f"{flag} must be a number > 0 and <= {hi:,.0f} ({unit}), got {value}")
+
+
 def resolve_cluster(topology: str | None, nodes: int | None, cards_per_node: int | None,
                     nic_speed: str | None, nics_per_node: int | None,
                     max_cards: int) -> Cluster:  # fmt: skip
@@ -76,6 +93,8 @@ def resolve_cluster(topology: str | None, nodes: int | None, cards_per_node: int
         if v is not None and v < 1:
             raise UsageError(f"{name} must be >= 1, got {v}")
     speed = nic_speed_Gbps(nic_speed, "--nic-speed")
+    _in_range("--nic-speed", speed, MAX_NIC_GBPS, "Gb/s")
+    _in_range("--nics-per-node", nics_per_node, MAX_NICS, "NIC ports")
     if topology is not None and cards_per_node is not None:
         raise UsageError("give --topology or --cards-per-node (a generic cluster), not both")
     if topology is None and cards_per_node is not None:
@@ -173,13 +192,14 @@ def plan(
         str | None, Opt("--json", help="Write JSON to PATH, or - for stdout.")
     ] = None,
     html_out: Annotated[
-        str | None, Opt("--html", help="Write a self-contained HTML report (offline) to PATH.")
+        str | None,
+        Opt("--html", help="Write a self-contained HTML report (offline) to PATH, - for stdout."),
     ] = None,
     md_out: Annotated[
         str | None,
         Opt(
             "--markdown",
-            help="Write a Markdown summary to PATH (also appended to "
+            help="Write a Markdown summary to PATH or - (also appended to "
             "$GITHUB_STEP_SUMMARY when that is set).",
         ),
     ] = None,
@@ -188,6 +208,7 @@ def plan(
     """Predict speedup up to 1000+ cards from the topology and a single-card step time, and rank
     the fixes (bucket size, algorithm, ring order, NIC per card, …) by gain."""
     counts = _cards(cards)
+    to_stdout = stdout_outputs(json=json_out, html=html_out, markdown=md_out)
     if target is not None and target < 1:
         raise UsageError(f"--target must be a card count >= 1, got {target}")
     if from_log is not None:
@@ -208,10 +229,11 @@ def plan(
     if step_time is not None and not (0 < step_time <= plan_input.MAX_SECONDS):
         raise UsageError(f"--step-time must be a positive number of seconds up to "
                          f"{plan_input.MAX_SECONDS:g}, got {step_time}")  # fmt: skip
-    if batch_size is not None and not batch_size > 0:
-        raise UsageError(f"--batch-size must be > 0, got {batch_size}")
-    if params is not None and params < 1:
-        raise UsageError(f"--params must be >= 1, got {params}")
+    _in_range("--batch-size", batch_size, MAX_BATCH, "samples per card")
+    _in_range("--bucket-mb", bucket_mb, MAX_BUCKET_MB, "MiB")
+    if params is not None and not 1 <= params <= MAX_PARAMS:
+        raise UsageError(f"--params must be between 1 and {MAX_PARAMS:.0e} (parameters of the "
+                         f"model), got {params}")  # fmt: skip
     if model_name is None and params is None:
         if step_time is not None:
             raise UsageError("--step-time needs --model NAME or --params N")
@@ -240,14 +262,12 @@ def plan(
     result = make_plan(cluster, work, step_time, cards=counts, settings=settings,
                        batch_size=batch_size, target_cards=target, notes=notes,
                        calibration=cal)  # fmt: skip
-    if json_out == "-":
-        sys.stdout.write(render_json(result))
-    elif json_out:
-        if topology and Path(topology).exists():
+    if json_out:
+        if json_out != "-" and topology and Path(topology).exists():
             check_not_input(json_out, [topology])
-        write_text_atomic(json_out, render_json(result))
+        write_output(json_out, render_json(result))
     write_plan_reports(result, html_out, md_out, topology)
-    if not quiet and json_out != "-":
+    if not quiet and not to_stdout:
         render_terminal(result, out_console())
 
 
@@ -262,12 +282,12 @@ def write_plan_reports(result, html_out: str | None, md_out: str | None,
     for flag, out in (("--html", html_out), ("--markdown", md_out)):
         if out is not None and not out.strip():
             raise UsageError(f"{flag} path is empty; give a file name")
-        if out:
+        if out and out != "-":
             check_not_input(out, inputs)
     if html_out:
         from xpuperf.report.plan_html import render_plan_html
 
-        write_text_atomic(html_out, render_plan_html(result))
+        write_output(html_out, render_plan_html(result))
     if md_out or os.environ.get("GITHUB_STEP_SUMMARY"):
         from xpuperf.report.markdown import render_plan_markdown
         from xpuperf.report.plan_report import to_dict

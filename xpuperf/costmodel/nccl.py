@@ -239,13 +239,18 @@ def model_times(
     LL128 only with NVLink).
 
     Returns seconds per ``(algorithm, protocol)``. Raises :class:`CostModelError` for S < 0 or G
-    not dividing N; a protocol outside :data:`PROTOCOLS` raises ``KeyError`` (library use only).
+    not dividing N or a protocol outside :data:`PROTOCOLS`.
     Sources: formulas.md §1–2, NCCL ``src/graph/tuning.cc``.
     """
     s = nonneg("message size (bytes)", size_B)
     if protocols is None:
         nvl = levels.intra_kind in ("nvlink", "xgmi", "hccs")
         protocols = PROTOCOLS if nvl else ("ll", "simple")
+    unknown = [p for p in protocols if p not in PROTOCOLS]
+    if unknown:
+        raise CostModelError(
+            f"unknown NCCL protocol {unknown[0]!r}: use one of {', '.join(PROTOCOLS)}"
+        )
     n_nodes = max(1, n_ranks // levels.cards_per_node)
     log_size = (int(s) >> 6).bit_length() - 1
     out = {}

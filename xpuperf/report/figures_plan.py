@@ -191,6 +191,19 @@ def scaling_table(doc: dict[str, Any]) -> dict[str, Any]:
     return {"id": TBL_PLAN_SCALING, "columns": cols, "rows": rows}
 
 
+def _settings_text(s: dict[str, Any]) -> str:
+    """``key value · key value …`` (floats to 6 digits; a nested group such as the loader as
+    ``loader (key value, …)``), leaving out unset and false values."""
+
+    def one(k: str, v: Any) -> str:
+        if isinstance(v, dict):
+            inner = ", ".join(one(a, b) for a, b in v.items() if b is not None and b is not False)
+            return f"{k} ({inner})"
+        return f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+
+    return " · ".join(one(k, v) for k, v in s.items() if v is not None and v is not False)
+
+
 def summary_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
     """Cluster, workload, settings and the headline speedup as (label, value) pairs."""
     c, w, s = doc["cluster"], doc["workload"], doc["settings"]
@@ -205,11 +218,7 @@ def summary_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
         ),
         (
             "settings",
-            " · ".join(
-                f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
-                for k, v in s.items()
-                if v is not None and v is not False
-            ),
+            _settings_text(s),
         ),
     ]
     target = doc["target_cards"]

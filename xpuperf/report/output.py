@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -19,6 +20,34 @@ def _expanded(inputs: Iterable[str | os.PathLike]) -> Iterator[str]:
             yield from glob.glob(text, recursive=True)  # noqa: PTH207 (absolute patterns too)
         else:
             yield text
+
+
+STDOUT = "-"
+"""An output path that means standard output (``--json -``, ``--html -``, ``--markdown -``)."""
+
+
+def stdout_outputs(**outputs: str | None) -> bool:
+    """Whether any output goes to standard output (then the terminal summary is not printed).
+
+    Keyword names are the flags without dashes (``json``, ``html``, ``markdown``).
+
+    Raises:
+        UsageError: more than one output is ``-`` (they would interleave on stdout).
+    """
+    flags = [f"--{k}" for k, v in outputs.items() if v == STDOUT]
+    if len(flags) > 1:
+        raise UsageError(
+            f"{' and '.join(flags)} both write to stdout (-); send one of them to a file"
+        )
+    return bool(flags)
+
+
+def write_output(path: str, text: str) -> None:
+    """``text`` to standard output when ``path`` is ``-``, else :func:`write_text_atomic`."""
+    if path == STDOUT:
+        sys.stdout.write(text)
+    else:
+        write_text_atomic(path, text)
 
 
 def check_not_input(out: str | os.PathLike, inputs: Iterable[str | os.PathLike]) -> None:
@@ -85,14 +114,15 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
 
 
 def write_markdown_outputs(text: str, md_out: str | None) -> str | None:
-    """Write a Markdown summary to ``md_out`` and append it to ``$GITHUB_STEP_SUMMARY`` when set.
+    """Write a Markdown summary to ``md_out`` (``-``: stdout); append it to
+    ``$GITHUB_STEP_SUMMARY`` when that is set.
 
     Returns a warning (one line) when the step summary cannot be appended — a CI convenience
     must not fail the run — else None. Raises :class:`UsageError` when ``md_out`` cannot be
     written (:func:`write_text_atomic`).
     """
     if md_out:
-        write_text_atomic(md_out, text)
+        write_output(md_out, text)
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:
         try:

@@ -111,7 +111,7 @@ def render_terminal(result: PlanResult, console: Console) -> None:
         markup=False,
     )
     table = Table(title="Scaling (times in ms)", title_justify="left", box=box.SIMPLE_HEAD,
-                  pad_edge=False)  # fmt: skip
+                  pad_edge=False, padding=0)  # fmt: skip
     cols = ("cards", "speedup", "step", "compute", "comm", "stall", "strag", "other", "algorithm",
             "samples/s")  # fmt: skip
     rows = []
