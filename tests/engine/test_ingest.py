@@ -85,3 +85,29 @@ def test_analyze_dataset_refuses_world_size(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "--world-size applies to job-level logs, not to the dataset" in err
+
+
+def test_ingest_world_size_spreads_a_job_level_log_like_analyze(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ingest had no --world-size: a job-level log went into the dataset as one rank."""
+    data = Path(__file__).parent.parent / "data/formats_megatron"
+    log = data / "36_trainlog_megatron-llm-127s-per-iteration.txt"
+    out = tmp_path / "ds"
+    assert _main(["ingest", str(log), "-o", str(out), "--world-size", "8", "--quiet"]) == 0
+    assert _main(["analyze", str(log), "--world-size", "8", "--json", str(tmp_path / "a.json"),
+                  "--quiet"]) == 0  # fmt: skip
+    assert _main(["analyze", str(out), "--json", str(tmp_path / "b.json"), "--quiet"]) == 0
+    a = json.loads((tmp_path / "a.json").read_text())
+    b = json.loads((tmp_path / "b.json").read_text())
+    assert b["summary"]["ranks"] == 8
+    assert a["summary"] == b["summary"]
+
+
+def test_empty_scheduler_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--scheduler ''`` started a local cluster as if it had not been given."""
+    logs = _logs(tmp_path)
+    out = tmp_path / "ds"
+    assert _main(["ingest", str(logs), "-o", str(out), "--quiet"]) == 0
+    assert _main(["analyze", str(out), "--engine", "dask", "--scheduler", " ", "--quiet"]) == 2
+    assert "--scheduler is empty" in capsys.readouterr().err

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from xpuperf.cli.console import err_console, out_console
-from xpuperf.cli.options import BatchSizeOption, FormatOption
+from xpuperf.cli.options import BatchSizeOption, FormatOption, WorldSizeOption
 from xpuperf.errors import UsageError
 from xpuperf.report.output import check_not_input, stdout_outputs, write_output
 from xpuperf.report.terminal import safe
@@ -45,14 +45,7 @@ def analyze(
     warmup: Annotated[
         int | None, typer.Option(min=0, help="Exclude this many leading steps (default: detect).")
     ] = None,
-    world_size: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="Data-parallel ranks of the job, for logs that print job-level throughput only "
-            "(Megatron-LM, trainer_state.json, …): per-card = global / N.",
-        ),
-    ] = None,
+    world_size: WorldSizeOption = None,
     straggler_threshold: Annotated[
         float, typer.Option(min=0.0, help="Slowdown fraction above which a rank is a straggler.")
     ] = 0.05,

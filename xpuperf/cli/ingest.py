@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from xpuperf.cli.console import err_console
-from xpuperf.cli.options import BatchSizeOption, FormatOption
+from xpuperf.cli.options import BatchSizeOption, FormatOption, WorldSizeOption
 from xpuperf.cli.progress import read_progress
 from xpuperf.errors import UsageError
 from xpuperf.report.terminal import safe
@@ -25,6 +25,7 @@ def ingest(
     ],
     fmt: FormatOption = None,
     batch_size: BatchSizeOption = None,
+    world_size: WorldSizeOption = None,
     ranks_per_partition: Annotated[
         int | None,
         typer.Option(
@@ -43,7 +44,7 @@ def ingest(
     target = check_output_dir(out, [p for p in logs if "*" not in p])
     err = err_console()
     with read_progress(err, logs, quiet):
-        run = read_logs(logs, fmt=fmt, batch_size=batch_size)
+        run = read_logs(logs, fmt=fmt, batch_size=batch_size, world_size=world_size)
     check_output_dir(out, run.sources)  # a glob may have named a file inside the target
     for w in run.warnings:
         err.print("warning: " + safe(w))

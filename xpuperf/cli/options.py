@@ -16,3 +16,14 @@ BatchSizeOption = Annotated[
     typer.Option(min=0.0, help="Samples per rank per step, when the logs do not say."),
 ]
 """``--batch-size N``: samples per rank per step for logs that print no sample count."""
+
+WorldSizeOption = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="Data-parallel ranks of the job, for logs that print job-level throughput only "
+        "(Megatron-LM, trainer_state.json, …): per-card = global / N.",
+    ),
+]
+"""``--world-size N``: the job's data-parallel ranks, for a job-level log
+(:mod:`xpuperf.readers.world`)."""

@@ -103,8 +103,14 @@ def dataset_input(logs: list[str], engine: str | None, scheduler: str | None = N
     (``s3://…``) is a dataset; ``--engine`` / ``--scheduler`` require one.
 
     Raises:
-        UsageError: ``--engine``/``--scheduler`` with logs that are not one dataset.
+        UsageError: ``--engine``/``--scheduler`` with logs that are not one dataset; an empty
+            ``--scheduler``.
     """
+    if scheduler is not None and not scheduler.strip():
+        raise UsageError(
+            "--scheduler is empty: give the Dask scheduler address (tcp://HOST:8786), or leave "
+            "it out to start a local cluster"
+        )
     if len(logs) == 1 and is_dataset(logs[0]):
         return logs[0]
     if engine is not None or scheduler is not None:
