@@ -15,6 +15,7 @@ in the public NVIDIA/nccl repository). Bandwidths GB/s (1e9 B/s), latencies µs,
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from xpuperf.costmodel.checks import CostModelError, nonneg, positive, positive_int
@@ -225,16 +226,19 @@ def model_times(
     *,
     nccl_refinements: bool = True,
     comp_cap: int = 80,
+    n_channels: int = 8,
 ) -> dict[tuple[str, str], float]:
     """Our model's time (s) for each NCCL (algorithm, protocol) candidate.
 
     The α–β formula of :func:`~xpuperf.costmodel.collectives.allreduce_s` with NCCL's default
     latencies for that pair (:meth:`LinkLevels.with_nccl_latency`) and bandwidth ×
     :data:`PROTOCOL_BW_EFFICIENCY` (tree/LL128 on one node: 0.92 × 7/9, as NCCL). With
-    ``nccl_refinements`` (default) two measured effects NCCL encodes are applied too: the
-    multi-node ring/Simple latency plateau (× 1.4 from sm80, × 1.9 before; formulas.md §2) and
-    the tree's medium-size bandwidth correction (``treeCorrectionFactor``). NCCL's per-channel
-    bandwidth caps and network-overhead floor are not modelled.
+    ``nccl_refinements`` (default) three measured effects NCCL encodes are applied too: the
+    multi-node ring/Simple latency plateau (× 1.4 from sm80, × 1.9 before; formulas.md §2), the
+    tree's medium-size bandwidth correction (``treeCorrectionFactor``) and the bus-bandwidth
+    caps of :func:`nccl_table` (per-channel tree / LL128 maxima × ``n_channels``, the LL maximum)
+    against the bus bandwidth of the levels (:func:`bus_bw_for`). NCCL's network-overhead floor
+    is not modelled.
     ``protocols``: default all three on NVLink-class nodes, LL and Simple otherwise (NCCL enables
     LL128 only with NVLink).
 
@@ -253,12 +257,15 @@ def model_times(
         )
     n_nodes = max(1, n_ranks // levels.cards_per_node)
     log_size = (int(s) >> 6).bit_length() - 1
+    caps = _bus_caps(levels, n_ranks, n_nodes, comp_cap, n_channels) if nccl_refinements else {}
     out = {}
     for algo in NCCL_ALGOS:
         for proto in protocols:
             eff = PROTOCOL_BW_EFFICIENCY[algo, proto]
             if (algo, proto) == ("tree", "ll128") and n_nodes == 1:
                 eff = 0.92 * 7 / 9
+            if (algo, proto) in caps:
+                eff = caps[algo, proto]
             if nccl_refinements and algo == "tree" and 0 <= log_size < 23:
                 eff *= _TREE_CORRECTION[proto][log_size]
             lv = _scaled(levels.with_nccl_latency(algo, proto), eff)
@@ -271,6 +278,27 @@ def model_times(
                     base_latency_us=lv.base_latency_us * plateau,
                 )
             out[algo, proto] = allreduce_s(algo, s, n_ranks, lv)
+    return out
+
+
+def _bus_caps(
+    levels: LinkLevels, n_ranks: int, n_nodes: int, comp_cap: int, n_channels: int
+) -> dict[tuple[str, str], float]:
+    """Bandwidth share per (algorithm, protocol) after NCCL's caps: NCCL's bus bandwidth for
+    these levels (:func:`nccl_table` on :func:`bus_bw_for`) over the levels' bus bandwidth.
+    Empty when the bus bandwidth is not finite or the compute capability is not in NCCL's
+    tables. Raises nothing."""
+    bus = bus_bw_for(levels, n_nodes)
+    if n_ranks < 2 or not (math.isfinite(bus) and bus > 0) or comp_cap not in _CC_IDX:
+        return {}
+    if n_ranks % n_nodes:
+        return {}
+    table = nccl_table(n_ranks, n_nodes, bus, levels.intra_kind, n_channels=n_channels,
+                       comp_cap=comp_cap, ll128=True)  # fmt: skip
+    out = {}
+    for e in table.entries:
+        bus_nccl = e.algbw_GBps * (2 * (n_ranks - 1) / n_ranks if e.algorithm == "ring" else 2)
+        out[e.algorithm, e.protocol] = bus_nccl / bus
     return out
 
 
