@@ -89,3 +89,15 @@ def test_bad_inputs() -> None:
     lv = levels.from_cluster(preset("dgx-a100", 2))
     with pytest.raises(CostModelError, match="unknown NCCL protocol 'll64'"):
         nccl.model_times(1 << 20, 16, lv, ("simple", "ll64"))
+
+
+def test_planner_curve_keeps_the_tree_within_nccls_cap() -> None:
+    # 64 H100 cards on 8 nodes: the tree's Simple bus bandwidth is min(0.92 × 370.8, 8 × 36.0)
+    # = 288 GB/s, so 1 GiB takes 2 S / 288 GB/s = 7.46 ms of bandwidth time (tree algBw =
+    # bus / 2; the tree correction is 1.0 at 1 GiB); the uncapped share would give 6.29 ms
+    from xpuperf.costmodel import comm
+
+    lv = levels.from_cluster(preset("dgx-h100", 2))
+    c = comm.curve("tree", 64, lv, compute_capability=90)
+    simple = c.protocols.index("simple")
+    assert c.s_per_B[simple] == pytest.approx(2 / 288e9, rel=1e-9)

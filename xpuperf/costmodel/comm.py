@@ -203,8 +203,10 @@ def curve(
     Latencies: NCCL's base and per-hop latencies per protocol (formulas.md §2; tree row for the
     tree, ring row otherwise), plus the levels' calibrated per-step extras
     (``intra_latency_extra_us``, ``net_latency_extra_us``); bandwidths × NCCL's protocol share
-    (:data:`~xpuperf.costmodel.nccl.PROTOCOL_BW_EFFICIENCY`; tree/LL128 on one node 0.92 × 7/9).
-    LL128 only on NVLink-class nodes (as NCCL). Source: NCCL ``src/graph/tuning.cc``.
+    (:data:`~xpuperf.costmodel.nccl.PROTOCOL_BW_EFFICIENCY`; tree/LL128 on one node 0.92 × 7/9),
+    for NCCL's ring and tree within NCCL's bus-bandwidth caps (:func:`~.nccl.bus_caps`: per-channel
+    tree / LL128 maxima × 8 channels, the LL maximum). LL128 only on NVLink-class nodes (as
+    NCCL). Source: NCCL ``src/graph/tuning.cc``.
     Raises :class:`CostModelError` for an algorithm outside
     :data:`~xpuperf.costmodel.collectives.ALGORITHMS` or G not dividing N.
     """
@@ -217,11 +219,17 @@ def curve(
         return Curve(algorithm, n_ranks, protocols, (0.0,) * len(protocols),
                      (0.0,) * len(protocols))  # fmt: skip
     c_base, c_i, c_e, slope = _coefficients(algorithm, n_ranks, lv, ranks_per_leaf)
+    caps = (
+        nccl.bus_caps(lv, n_ranks, n_nodes, compute_capability)
+        if algorithm in ("ring", "tree")
+        else {}
+    )
     lats, slopes = [], []
     for p in protocols:
         eff = nccl.PROTOCOL_BW_EFFICIENCY[row, p]
         if (row, p) == ("tree", "ll128") and n_nodes == 1:
             eff = 0.92 * 7 / 9
+        eff = caps.get((row, p), eff)
         intra, inter, base = nccl_latencies_us(row, p, lv.intra_kind)
         intra += lv.intra_latency_extra_us  # calibrated (0 by default)
         inter += lv.net_latency_extra_us

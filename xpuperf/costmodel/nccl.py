@@ -257,7 +257,7 @@ def model_times(
         )
     n_nodes = max(1, n_ranks // levels.cards_per_node)
     log_size = (int(s) >> 6).bit_length() - 1
-    caps = _bus_caps(levels, n_ranks, n_nodes, comp_cap, n_channels) if nccl_refinements else {}
+    caps = bus_caps(levels, n_ranks, n_nodes, comp_cap, n_channels) if nccl_refinements else {}
     out = {}
     for algo in NCCL_ALGOS:
         for proto in protocols:
@@ -281,8 +281,8 @@ def model_times(
     return out
 
 
-def _bus_caps(
-    levels: LinkLevels, n_ranks: int, n_nodes: int, comp_cap: int, n_channels: int
+def bus_caps(
+    levels: LinkLevels, n_ranks: int, n_nodes: int, comp_cap: int = 80, n_channels: int = 8
 ) -> dict[tuple[str, str], float]:
     """Bandwidth share per (algorithm, protocol) after NCCL's caps: NCCL's bus bandwidth for
     these levels (:func:`nccl_table` on :func:`bus_bw_for`) over the levels' bus bandwidth.
