@@ -106,6 +106,7 @@ def hd_step_pairs(n_ranks: int, step: int) -> list[tuple[int, int]]:
     Distance doubling with vector halving (MPICH's reduce-scatter; the all-gather repeats the
     steps in reverse). Raises :class:`CostModelError` unless N is a power of two and
     0 ≤ step < log2 N.
+    Source: Thakur, Rabenseifner & Gropp (2005), formulas.md §1.
     """
     n = positive_int("n_ranks", n_ranks)
     if not is_pow2(n) or not 0 <= step < n.bit_length() - 1:
@@ -117,6 +118,7 @@ def max_link_load(flow_links: Iterable[Iterable[Hashable]]) -> int:
     """Load of the most loaded link: ``flow_links`` gives, for each flow, the links it uses.
 
     Exact count (0 for no flows). Links are any hashable ids, e.g. ``("up", leaf, port)``.
+    Source: formulas.md §1 ("halving-doubling on a fat-tree").
     """
     counts: Counter = Counter()
     for links in flow_links:
@@ -130,6 +132,7 @@ def hd_step_loads(n_ranks: int, links_of: Callable[[int, int], Sequence[Hashable
     ``links_of(src, dst)`` returns the links a flow uses (empty for a flow that stays inside a
     node or a switch). Steps whose flows use no shared link get load 1 (the flow's own link), so
     the result multiplies β directly. Raises as :func:`hd_step_pairs`.
+    Source: formulas.md §1 (fat-tree and HDRM rows).
     """
     n = positive_int("n_ranks", n_ranks)
     steps = n.bit_length() - 1

@@ -148,7 +148,9 @@ class Host:
 
 
 def remote_fraction(numa: str, host: Host) -> float:
-    """Share of the loader's work on a remote NUMA node: local 0, remote 1, unbound (k−1)/k."""
+    """Share of the loader's work on a remote NUMA node: local 0, remote 1, unbound (k−1)/k.
+    Source: formulas.md §5 (NUMA); an unbound worker lands on each of k nodes alike.
+    """
     if numa == "local":
         return 0.0
     if numa == "remote":
@@ -157,14 +159,18 @@ def remote_fraction(numa: str, host: Host) -> float:
 
 
 def cpu_factor(numa: str, host: Host) -> float:
-    """CPU time multiplier of the placement: 1 + f_remote × (:data:`REMOTE_CPU_FACTOR` − 1)."""
+    """CPU time multiplier of the placement: 1 + f_remote × (:data:`REMOTE_CPU_FACTOR` − 1).
+    Source: formulas.md §5 (NUMA; PyTorch docs: binding gains 1–10 %).
+    """
     return 1.0 + remote_fraction(numa, host) * (REMOTE_CPU_FACTOR - 1.0)
 
 
 def h2d_s(nbytes: float, host: Host, numa: str = "local", pinned: bool = True) -> float:
     """Host→device copy of ``nbytes``, seconds: local at the card's PCIe GB/s, remote at
     min(PCIe, inter-socket); pageable × :data:`PAGEABLE_COPY_FACTOR`. Example: 154 MB (256 fp32
-    images of 3×224×224) on PCIe Gen3 (12 GB/s), pinned, local: 12.8 ms."""
+    images of 3×224×224) on PCIe Gen3 (12 GB/s), pinned, local: 12.8 ms.
+    Source: formulas.md §5; NVIDIA, "How to Optimize Data Transfers in CUDA C/C++" (2012).
+    """
     b = nonneg("bytes", nbytes)
     f = remote_fraction(numa, host)
     local = b / (positive("PCIe GB/s", host.pcie_GBps) * 1e9)
@@ -189,6 +195,7 @@ def queue_stall_s(service_s: np.ndarray, consumer_s: float | np.ndarray, workers
         consumer_s: consumer time per batch C (scalar or shape (n,)), seconds.
         workers: W ≥ 1; depth: d ≥ W.
         skip: leading steps left out of the mean (start-up with an empty buffer).
+    Source: formulas.md §5 (Lindley 1952, "The theory of queues with a single server").
     """
     s = np.asarray(service_s, dtype=float)
     n = s.size
@@ -225,7 +232,9 @@ def _simulated(samples: Samples, scale: float, consumer_s: float, workers: int,
 
 def stall_s(loader: Loader, consumer_s: float, host: Host) -> float:
     """Input stall per step, seconds, for a consumer needing ``consumer_s`` per batch (see the
-    module docstring). Raises :class:`CostModelError` for a negative consumer time."""
+    module docstring). Raises :class:`CostModelError` for a negative consumer time.
+    Source: formulas.md §5.
+    """
     c = nonneg("consumer time per step (s)", consumer_s)
     per_batch = loader.batch_time_s * cpu_factor(loader.numa, host)
     copy = h2d_s(loader.batch_bytes, host, loader.numa, pinned=True)

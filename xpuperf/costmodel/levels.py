@@ -115,7 +115,9 @@ class LinkLevels:
 
     @property
     def alpha_inter_s(self) -> float:
-        """α_e: per-step latency of a step that crosses nodes, seconds."""
+        """α_e: per-step latency of a step that crosses nodes, seconds.
+        Source: formulas.md §2 (network row of the per-step latencies).
+        """
         return self.net_latency_us * 1e-6
 
     @property
@@ -130,17 +132,23 @@ class LinkLevels:
 
     @property
     def beta_card_s_per_B(self) -> float:
-        """β_e for one card when all cards of the node send at once, s/byte."""
+        """β_e for one card when all cards of the node send at once, s/byte.
+        Source: formulas.md §1 (2D ring row: NIC bandwidth / cards sharing it).
+        """
         return 1.0 / (self.card_net_bw_GBps * 1e9)
 
     @property
     def beta_node_s_per_B(self) -> float:
-        """β_e for one flow that has all of a node's NICs (multi-channel ring edge), s/byte."""
+        """β_e for one flow that has all of a node's NICs (multi-channel ring edge), s/byte.
+        Source: formulas.md §1–2 (a node-contiguous ring leaves through all NICs).
+        """
         return 1.0 / (self.node_net_bw_GBps * 1e9)
 
     @property
     def beta_leader_s_per_B(self) -> float:
-        """β_e for one card alone through its NIC (2D-ring leader), s/byte."""
+        """β_e for one card alone through its NIC (2D-ring leader), s/byte.
+        Source: formulas.md §1 (2D ring AR/AR/Bcast row).
+        """
         return 1.0 / (self.leader_net_bw_GBps * 1e9)
 
     def with_nccl_latency(self, algorithm: str = "ring", protocol: str = "simple") -> LinkLevels:

@@ -51,7 +51,9 @@ def random_straggler_s(mean_s: float, cv: float, n: int, tail: TailDist | None =
 
     ``tail``: the measured distribution of per-rank compute RELATIVE to its mean (≈ 1); then the
     wait is mean_s × (E[max of n] − E[X]) from the tail fit, and ``cv`` is not used. Otherwise
-    per-rank compute is Normal(mean, (cv·mean)²)."""
+    per-rank compute is Normal(mean, (cv·mean)²).
+    Source: formulas.md §6 (expected maximum of n i.i.d. draws).
+    """
     if tail is not None:
         return nonneg("mean compute time", mean_s) * max(0.0, tail.excess(positive_int("n", n)))
     return expected_max_normal(mean_s, cv, n) - nonneg("mean compute time", mean_s)
@@ -70,7 +72,9 @@ def expected_max_empirical(samples_s: np.ndarray | list[float], n: int) -> float
 
 
 def deterministic_straggler_s(mean_s: float, slowest_factor: float) -> float:
-    """A card always ``slowest_factor`` × slower (≥ 1): the step waits (factor − 1) × mean."""
+    """A card always ``slowest_factor`` × slower (≥ 1): the step waits (factor − 1) × mean.
+    Source: formulas.md §6 ("step ≥ slowest card's compute").
+    """
     f = nonneg("slowest factor", slowest_factor)
     if f < 1:
         raise CostModelError(f"the slowest card's factor must be >= 1, got {slowest_factor}")

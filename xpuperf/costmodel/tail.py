@@ -101,7 +101,9 @@ class TailDist:
         return self.u + sig / xi * (s ** (-xi) - 1.0)
 
     def expected_max(self, n: int) -> float:
-        """E[max of n i.i.d. draws] from this distribution (module docstring)."""
+        """E[max of n i.i.d. draws] from this distribution (module docstring).
+        Source: formulas.md §6; GPD tail as Pickands (1975), Coles (2001) ch. 4.
+        """
         n = positive_int("n", n)
         if n in self._cache:
             return self._cache[n]
@@ -123,5 +125,7 @@ class TailDist:
         return val
 
     def excess(self, n: int) -> float:
-        """E[max of n] − E[max of 1] (the mean): the random-straggler wait, 0 at n = 1."""
+        """E[max of n] − E[max of 1] (the mean): the random-straggler wait, 0 at n = 1.
+        Source: formulas.md §6.
+        """
         return self.expected_max(n) - self.expected_max(1)
