@@ -63,6 +63,13 @@ def test_no_arguments_runs_the_bundled_1024_card_example(capsys) -> None:
     assert {"workers", "fp16-allreduce", "nic-per-card", "algorithm", "bucket"} <= big
     assert "numa-binding" in {f["lever"] for f in doc["fixes"]}
     assert any("example input" in n for n in doc["notes"])
+    # the configuration fixes together: workers and buckets, never fp16 (math) or NICs (hardware)
+    together = doc["combined"]
+    assert together["cards"] == 1024
+    assert together["fixes"][:2] == ["loader workers", "bucket size"]
+    assert not {"fp16 gradient allreduce", "NIC per card"} & {*together["fixes"],
+                                                               *together["skipped"]}  # fmt: skip
+    assert workers["speedup_after"] < together["speedup_after"] <= 1.0
 
 
 def test_fixes_in_json(capsys) -> None:

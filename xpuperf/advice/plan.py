@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from xpuperf.advice.combined import Combined, combine_fixes
 from xpuperf.advice.curves import FixCurves, fix_curves
 from xpuperf.advice.levers import Fix, rank_fixes
 from xpuperf.costmodel.calibrated import Calibration
@@ -16,14 +17,16 @@ from xpuperf.topology.model import Cluster
 @dataclass(frozen=True)
 class PlanResult:
     """What ``xpuperf plan`` shows: the :class:`Estimate`, the target card count, the fixes
-    (best first), notes about defaults that stood in for missing inputs, and the speedup curves
-    with each fix applied (:mod:`xpuperf.advice.curves`)."""
+    (best first), notes about defaults that stood in for missing inputs, the speedup curves
+    with each fix applied (:mod:`xpuperf.advice.curves`) and the configuration fixes applied
+    together (:mod:`xpuperf.advice.combined`; None with fewer than two)."""
 
     estimate: Estimate
     target_cards: int
     fixes: tuple[Fix, ...]
     notes: tuple[str, ...] = ()
     fix_curves: FixCurves | None = None
+    combined: Combined | None = None
 
 
 def make_plan(
@@ -48,4 +51,5 @@ def make_plan(
     planner.check_cards(target)
     fixes = tuple(rank_fixes(planner, target, s))
     curves = fix_curves(planner, [p.cards for p in est.points], target, fixes, s)
-    return PlanResult(est, target, fixes, tuple(notes), curves)
+    together = combine_fixes(planner, target, fixes, s)
+    return PlanResult(est, target, fixes, tuple(notes), curves, together)

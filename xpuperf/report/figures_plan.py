@@ -204,6 +204,20 @@ def _settings_text(s: dict[str, Any]) -> str:
     return " · ".join(one(k, v) for k, v in s.items() if v is not None and v is not False)
 
 
+def combined_line(c: dict[str, Any] | None) -> str | None:
+    """One sentence for the configuration fixes together (from the ``combined`` JSON key), or
+    None when there is no such entry."""
+    if not c:
+        return None
+    text = (
+        f"configuration fixes together ({', '.join(c['fixes'])}; math and hardware unchanged): "
+        f"speedup {c['speedup_before']:.3f} → {c['speedup_after']:.3f} at {c['cards']} cards"
+    )
+    if c["skipped"]:
+        text += f"; no further gain on top of these from {', '.join(c['skipped'])}"
+    return text
+
+
 def summary_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
     """Cluster, workload, settings and the headline speedup as (label, value) pairs."""
     c, w, s = doc["cluster"], doc["workload"], doc["settings"]
@@ -231,4 +245,7 @@ def summary_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
         best = doc["fixes"][0]
         head += f"; best fix ({best['name']}) → {_f(best['speedup_after'])}"
     rows.append(("speedup", head))
+    together = combined_line(doc.get("combined"))
+    if together:
+        rows.append(("together", together))
     return rows

@@ -6,8 +6,10 @@ Keys CI jobs may rely on (a contract; additions only within /1): ``scaling[]`` w
 ``speedup_before``, ``speedup_after``, ``gain`` (best first); ``target_cards``; ``fix_curves``
 with ``cards`` (the plan's counts plus the target, ascending), ``current`` (speedup at each) and
 ``fixes[]`` (``name``, ``lever``, ``setting``, ``speedup[]``, ``step_time_s[]`` at each count; at
-the target ``speedup`` equals the fix's ``speedup_after``) and ``notes``. Seconds throughout;
-NaN and infinities become null.
+the target ``speedup`` equals the fix's ``speedup_after``) and ``notes``; ``combined`` (null with
+fewer than two configuration fixes) with ``cards``, ``fixes`` (names kept, rank order),
+``skipped``, ``speedup_before``, ``speedup_after``, ``gain``: the configuration fixes applied
+together (:mod:`xpuperf.advice.combined`). Seconds throughout; NaN and infinities become null.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from rich.table import Table
 
 from xpuperf import __version__
 from xpuperf.advice.plan import PlanResult
+from xpuperf.report.figures_plan import combined_line
 from xpuperf.report.json_report import _clean
 
 SCHEMA = "xpuperf.plan/1"
@@ -73,6 +76,7 @@ def to_dict(result: PlanResult) -> dict[str, Any]:
                 for f in result.fixes
             ],
             "fix_curves": _curves(result),
+            "combined": _combined(result),
             "assumptions": list(e.assumptions),
             "notes": list(result.notes),
         }
@@ -88,6 +92,20 @@ def _curves(result: PlanResult) -> dict[str, Any] | None:
         "current": list(c.current),
         "fixes": [dataclasses.asdict(f) for f in c.fixes],
         "notes": list(c.notes),
+    }
+
+
+def _combined(result: PlanResult) -> dict[str, Any] | None:
+    c = result.combined
+    if c is None:
+        return None
+    return {
+        "cards": c.cards,
+        "fixes": list(c.fixes),
+        "skipped": list(c.skipped),
+        "speedup_before": c.speedup_before,
+        "speedup_after": c.speedup_after,
+        "gain": c.gain,
     }
 
 
@@ -144,5 +162,8 @@ def render_terminal(result: PlanResult, console: Console) -> None:
                           f"(+{f.gain:.3f})", markup=False)  # fmt: skip
             console.print(f"   set: {f.setting}", markup=False)
             console.print(f"   why: {f.reason}", markup=False, style="dim")
+        together = combined_line(_combined(result))
+        if together:
+            console.print(together[0].upper() + together[1:], markup=False)
     for line in (*e.assumptions, *result.notes):
         console.print(f"  · {line}", style="dim", markup=False)
