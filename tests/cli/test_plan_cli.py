@@ -110,7 +110,7 @@ def test_json_file_and_nic_override(capsys, tmp_path: Path) -> None:
     [
         (["--model", "nope", "--step-time", "1"], "unknown model"),
         (["--model", "resnet50", "--step-time", "-1"], "--step-time must be"),
-        (["--model", "resnet50", "--params", "10", "--step-time", "1"], "not both"),
+        (["--model", "resnet50", "--params", "10", "--step-time", "1"], "not --model and --params"),
         (["--model", "resnet50"], "--step-time"),
         (
             ["--nodes", "2", "--model", "resnet50", "--step-time", "0.1", "--cards", "64"],

@@ -19,6 +19,7 @@ from xpuperf.cli.topo import nic_speed_Gbps
 from xpuperf.costmodel.calibrated import plan_inputs
 from xpuperf.costmodel.comm import USER_ALGORITHMS
 from xpuperf.costmodel.estimate import DEFAULT_CARDS, FRAMEWORKS, Settings
+from xpuperf.costmodel.layerfile import read_layers
 from xpuperf.costmodel.workloads import MODEL_PRESETS, even_split, model
 from xpuperf.errors import UsageError
 from xpuperf.report.output import check_not_input, stdout_outputs, write_output
@@ -145,6 +146,13 @@ def plan(
     params: Annotated[
         int | None, Opt(help="Parameter count, split evenly (instead of --model).")
     ] = None,
+    layers: Annotated[
+        str | None,
+        Opt(
+            help="Per-layer size file, CSV/TSV/JSON rows name,params[,macs] in forward order "
+            "(instead of --model)."
+        ),
+    ] = None,
     dtype: Annotated[str, Opt(help="Gradient dtype: fp32, fp16 or bf16.")] = "fp32",
     batch_size: Annotated[float | None, Opt(help="Samples per card per step.")] = None,
     step_time: Annotated[float | None, Opt(help="Single-card step time, seconds.")] = None,
@@ -211,21 +219,24 @@ def plan(
     to_stdout = stdout_outputs(json=json_out, html=html_out, markdown=md_out)
     if target is not None and target < 1:
         raise UsageError(f"--target must be a card count >= 1, got {target}")
-    if from_log is not None:
+    for given in (from_log, layers):
         for out in (json_out, html_out, md_out):
-            if out and out != "-":
-                check_not_input(out, [from_log])
+            if given is not None and out and out != "-":
+                check_not_input(out, [given])
+    workloads = [f for f, v in (("--model", model_name), ("--params", params),
+                                ("--layers", layers)) if v is not None]  # fmt: skip
+    if len(workloads) > 1:
+        raise UsageError(f"give one of --model NAME, --params N or --layers FILE, not "
+                         f"{' and '.join(workloads)}")  # fmt: skip
     notes: list[str] = []
-    measured = plan_input.read_measured(from_log, step_time, model_name, params, batch_size,
+    measured = plan_input.read_measured(from_log, step_time, bool(workloads), batch_size,
                                         log_format)  # fmt: skip
     if measured is not None:
         step_time, batch_size = measured.step_time_s, batch_size or measured.batch_size
         notes += measured.notes
-    example = model_name is None and params is None
+    example = not workloads
     if example and bucket_mb is None:
         bucket_mb = plan_input.EXAMPLE_BUCKET_MB
-    if model_name is not None and params is not None:
-        raise UsageError("give --model NAME or --params N, not both")
     if step_time is not None and not (0 < step_time <= plan_input.MAX_SECONDS):
         raise UsageError(f"--step-time must be a positive number of seconds up to "
                          f"{plan_input.MAX_SECONDS:g}, got {step_time}")  # fmt: skip
@@ -234,9 +245,9 @@ def plan(
     if params is not None and not 1 <= params <= MAX_PARAMS:
         raise UsageError(f"--params must be between 1 and {MAX_PARAMS:.0e} (parameters of the "
                          f"model), got {params}")  # fmt: skip
-    if model_name is None and params is None:
+    if example:
         if step_time is not None:
-            raise UsageError("--step-time needs --model NAME or --params N")
+            raise UsageError("--step-time needs --model NAME, --params N or --layers FILE")
         model_name, step_time = EXAMPLE[2], EXAMPLE[3]
         batch_size = EXAMPLE[4] if batch_size is None else batch_size
         notes.append(f"example workload: {model_name}, single-card step {step_time} s at batch "
@@ -252,7 +263,10 @@ def plan(
         notes.append(f"example topology: {EXAMPLE[0]} (no --topology given)")
     max_cards = max([*counts, target or 0])
     cluster = resolve_cluster(topology, nodes, cards_per_node, nic_speed, nics_per_node, max_cards)
-    work = model(model_name) if params is None else even_split(params)
+    if layers is not None:
+        work = read_layers(layers)
+    else:
+        work = model(model_name) if params is None else even_split(params)
     extra, more_notes = plan_input.input_settings(
         cluster, measured, example=example, workers=workers, prefetch=prefetch, pinned=pinned,
         input_time=input_time, input_mb=input_mb, loader_numa=loader_numa)  # fmt: skip

@@ -27,9 +27,8 @@ sequences (≈ 3.75 ms per 512-token sequence: an assumption for a Python tokeni
 measurement); the batch is 4 int64 tensors of 32 × 512 = 0.52 MB."""
 
 
-def read_measured(path: str | None, step_time: float | None, model_name: str | None,
-                  params: int | None, batch_size: float | None,
-                  fmt: str | None = None) -> Measured | None:  # fmt: skip
+def read_measured(path: str | None, step_time: float | None, has_workload: bool,
+                  batch_size: float | None, fmt: str | None = None) -> Measured | None:  # fmt: skip
     """The measured run of ``--from-log PATH`` (None without it); contradictions exit 2."""
     if path is None:
         if fmt is not None:
@@ -37,9 +36,9 @@ def read_measured(path: str | None, step_time: float | None, model_name: str | N
         return None
     if step_time is not None:
         raise UsageError("give --step-time S or --from-log PATH, not both")
-    if model_name is None and params is None:
-        raise UsageError("--from-log gives the step time; also give --model NAME or --params N "
-                         "(the gradients to allreduce)")  # fmt: skip
+    if not has_workload:
+        raise UsageError("--from-log gives the step time; also give --model NAME, --params N or "
+                         "--layers FILE (the gradients to allreduce)")  # fmt: skip
     return from_log(path, batch_size, fmt=fmt)
 
 
