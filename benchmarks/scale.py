@@ -6,7 +6,8 @@ Two subcommands::
     python benchmarks/scale.py run --data /tmp/xpuperf-scale [--repeat 3] [--write-docs]
 
 ``gen`` writes, seeded, into ``--out`` (never into the repository): ``single.csv`` (one file with a
-rank column), ``per_rank/rank{r}.csv`` (one file per rank, no rank column) and ``single.parquet``.
+rank column), ``per_rank/rank{r}.csv`` (one file per rank, no rank column) and ``single.parquet``;
+with ``--single-only`` only ``single.csv`` (the 10^8-row file: ``--steps 100000``, 4.5 GiB).
 Columns: rank, step, step_time_s, compute_s, data_s, comm_s, samples — the model of
 :mod:`xpuperf.synth` (log-normal phases, synchronous step = slowest rank's ready time + allreduce,
 comm = wait + allreduce) with one planted 10 % straggler, rank 3.
@@ -33,6 +34,7 @@ reference always runs), e.g. ``--only 'single CSV' read_logs`` for a 3 × 10^7-r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import re
@@ -67,10 +69,12 @@ def _block(rng_seed: int, r0: int, r1: int, steps: int) -> dict[str, np.ndarray]
     return {"compute_s": compute, "data_s": data, "ready": compute + data + other}
 
 
-def generate(out: Path, ranks: int, steps: int, seed: int = 0) -> None:
-    """Write single.csv, per_rank/rank{r}.csv and single.parquet into ``out``."""
+def generate(out: Path, ranks: int, steps: int, seed: int = 0, single_only: bool = False) -> None:
+    """Write single.csv, per_rank/rank{r}.csv and single.parquet into ``out`` (only single.csv
+    when ``single_only``: the 10^8-row run needs no other file)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "per_rank").mkdir(exist_ok=True)
+    if not single_only:
+        (out / "per_rank").mkdir(exist_ok=True)
     # pass 1: the slowest rank's ready time per step (synchronous step)
     ready_max = np.zeros(steps)
     for r0 in range(0, ranks, BLOCK):
@@ -94,10 +98,13 @@ def generate(out: Path, ranks: int, steps: int, seed: int = 0) -> None:
         ]
     )
     opts = pacsv.WriteOptions(include_header=True)
-    with (
-        pacsv.CSVWriter(out / "single.csv", schema, write_options=opts) as csv_w,
-        pq.ParquetWriter(out / "single.parquet", schema) as pq_w,
-    ):
+    with contextlib.ExitStack() as stack:
+        csv_w = stack.enter_context(pacsv.CSVWriter(out / "single.csv", schema, write_options=opts))
+        pq_w = (
+            None
+            if single_only
+            else stack.enter_context(pq.ParquetWriter(out / "single.parquet", schema))
+        )
         for r0 in range(0, ranks, BLOCK):
             r1 = min(r0 + BLOCK, ranks)
             b = _block(seed, r0, r1, steps)
@@ -116,6 +123,8 @@ def generate(out: Path, ranks: int, steps: int, seed: int = 0) -> None:
                 cols[c] = np.round(cols[c], 6)
             table = pa.table(cols, schema=schema)
             csv_w.write_table(table)
+            if pq_w is None:
+                continue
             pq_w.write_table(table)
             for i, r in enumerate(range(r0, r1)):
                 part = table.slice(i * steps, steps).drop_columns(["rank"])
@@ -340,6 +349,11 @@ def main() -> None:
     g.add_argument("--steps", type=int, default=10000)
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--out", type=Path, default=Path("/tmp/xpuperf-scale"))
+    g.add_argument(
+        "--single-only",
+        action="store_true",
+        help="write single.csv only (no per-rank files, no Parquet): for 10^8 rows",
+    )
     r = sub.add_parser("run", help="time the contenders")
     r.add_argument("--data", type=Path, default=Path("/tmp/xpuperf-scale"))
     r.add_argument("--repeat", type=int, default=3)
@@ -355,7 +369,7 @@ def main() -> None:
     if a.cmd == "gen":
         if ROOT in a.out.resolve().parents:
             raise SystemExit("--out must be outside the repository (e.g. /tmp/xpuperf-scale)")
-        generate(a.out, a.ranks, a.steps, a.seed)
+        generate(a.out, a.ranks, a.steps, a.seed, a.single_only)
     else:
         run(a.data, a.repeat, a.write_docs, a.only)
 

@@ -57,6 +57,10 @@ DTYPES: dict[str, str] = {
 }
 
 
+CHUNK = 1 << 20
+"""Rows per chunk of element-wise work on whole columns (temporaries stay ~8 MiB)."""
+
+
 def empty() -> pd.DataFrame:
     """An empty step table with the required columns and their dtypes."""
     return pd.DataFrame({c: pd.Series(dtype=DTYPES[c]) for c in REQUIRED})
@@ -155,8 +159,15 @@ def work_series(df: pd.DataFrame) -> tuple[pd.Series, str]:
       it).
     """
     if "comm_s" in df.columns and df["comm_s"].notna().any():
-        w = (df["step_time_s"] - df["comm_s"].fillna(0.0)).clip(lower=0.0)
-        return w, "step_time-comm"
+        # = (step_time_s − comm_s.fillna(0)).clip(lower=0), in chunks: no full-size temporaries
+        t = df["step_time_s"].to_numpy(dtype=np.float64)
+        c = df["comm_s"].to_numpy(dtype=np.float64, na_value=np.nan)
+        w = np.empty(len(t))
+        for i in range(0, len(t), CHUNK):
+            k = slice(i, i + CHUNK)
+            np.subtract(t[k], np.where(np.isnan(c[k]), 0.0, c[k]), out=w[k])
+            np.maximum(w[k], 0.0, out=w[k])
+        return pd.Series(w, index=df.index, copy=False), "step_time-comm"
     if "compute_s" in df.columns and df["compute_s"].notna().any():
         if "data_s" in df.columns and df["data_s"].notna().any():
             return df["compute_s"] + df["data_s"].fillna(0.0), "compute+data"

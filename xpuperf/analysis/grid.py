@@ -27,6 +27,24 @@ BLOCK = 1 << 22
 """Values per block when a reduction copies its input (4 Mi values = 32 MiB of float64)."""
 
 
+class Derived:
+    """An (R, S) matrix computed from other matrices when indexed (``m[rows]``, ``m[:, a:b]``,
+    ``m[i:j]``, …; ``np.asarray(m)`` computes all of it): what the blocked reductions below
+    need, without keeping a full-size copy."""
+
+    ndim = 2
+
+    def __init__(self, calc: Callable[[object], np.ndarray], shape: tuple[int, int]) -> None:
+        self.calc, self.shape = calc, shape
+
+    def __getitem__(self, key: object) -> np.ndarray:
+        return self.calc(key)
+
+    def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
+        out = self.calc((slice(None), slice(None)))
+        return out if dtype is None else out.astype(dtype)
+
+
 @dataclass
 class Grid:
     """The table's columns as ``(R, S)`` matrices.
@@ -81,20 +99,25 @@ class Grid:
 
         return self.cached("zero:" + col, fill)  # type: ignore[return-value]
 
-    def other(self) -> np.ndarray:
+    def other(self) -> Derived:
         """(R, S) ``other_s`` as :func:`xpuperf.steps.phase_frame` defines it: step time minus
-        compute + comm + data (unknown as 0), clipped at 0."""
+        compute + comm + data (unknown as 0), clipped at 0.
 
-        def calc() -> np.ndarray:
-            have = [c for c in ("compute_s", "comm_s", "data_s") if self.has(c)]
-            parts = [self.zero_filled(c) for c in have]
-            total = parts[0] + parts[1] if len(parts) > 1 else parts[0].copy()
-            for extra in parts[2:]:
+        Not stored: a :class:`Derived` matrix, computed block by block when indexed (8 bytes
+        per row saved at the analyses' peak)."""
+        have = [c for c in ("compute_s", "comm_s", "data_s") if self.has(c)]
+        parts = [self.zero_filled(c) for c in have]
+        step_t = self.mat("step_time_s")
+
+        def calc(key: object) -> np.ndarray:
+            blk = [a[key] for a in parts]
+            total = blk[0] + blk[1] if len(blk) > 1 else blk[0].copy()
+            for extra in blk[2:]:
                 total += extra
-            np.subtract(self.mat("step_time_s"), total, out=total)
+            np.subtract(step_t[key], total, out=total)
             return np.maximum(total, 0.0, out=total)
 
-        return self.cached("other", calc)  # type: ignore[return-value]
+        return Derived(calc, step_t.shape)
 
     def step_median(self) -> np.ndarray:
         """(S,) median step time over ranks per step."""
@@ -155,7 +178,7 @@ def grid_of(table: pd.DataFrame) -> Grid | None:
 
 
 def by_columns(
-    a: np.ndarray, fn: Callable[[np.ndarray], np.ndarray], rows: np.ndarray | None = None
+    a: np.ndarray | Derived, fn: Callable[[np.ndarray], np.ndarray], rows: np.ndarray | None = None
 ) -> np.ndarray:
     """``fn(a[rows][:, block])`` over blocks of columns, concatenated along the last axis.
 
@@ -166,31 +189,31 @@ def by_columns(
     nr = n if rows is None else len(rows)
     width = max(1, BLOCK // max(nr, 1))
     if m <= width and rows is None:
-        return fn(a)
+        return fn(np.asarray(a))
     parts = []
     for j in range(0, m, width):
         blk = a[:, j : j + width]
         parts.append(fn(blk if rows is None else blk[rows]))
     if not parts:  # no columns
-        return fn(a if rows is None else a[rows])
+        return fn(np.asarray(a) if rows is None else a[rows])
     return np.concatenate(parts, axis=-1)
 
 
-def by_rows(a: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+def by_rows(a: np.ndarray | Derived, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     """``fn(a[block])`` over blocks of rows, concatenated: for per-row reductions (median over
     steps per rank) with at most :data:`BLOCK` values copied at a time."""
     n, m = a.shape
     height = max(1, BLOCK // max(m, 1))
     if n <= height:
-        return fn(a)
+        return fn(np.asarray(a))
     return np.concatenate([fn(a[i : i + height]) for i in range(0, n, height)])
 
 
-def median_cols(a: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+def median_cols(a: np.ndarray | Derived, rows: np.ndarray | None = None) -> np.ndarray:
     """(S,) median over ranks per step (``np.median(a[rows], axis=0)``), in blocks."""
     return by_columns(a, lambda x: np.median(x, axis=0), rows)
 
 
-def median_rows(a: np.ndarray) -> np.ndarray:
+def median_rows(a: np.ndarray | Derived) -> np.ndarray:
     """(R,) median over steps per rank (``np.median(a, axis=1)``), in blocks."""
     return by_rows(a, lambda x: np.median(x, axis=1))

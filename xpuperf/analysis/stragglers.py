@@ -33,7 +33,15 @@ from scipy import stats
 
 from xpuperf import steps as st
 from xpuperf.analysis import straggler_findings as _sf
-from xpuperf.analysis.grid import BLOCK, Grid, by_columns, grid_of, median_cols, median_rows
+from xpuperf.analysis.grid import (
+    BLOCK,
+    Derived,
+    Grid,
+    by_columns,
+    grid_of,
+    median_cols,
+    median_rows,
+)
 from xpuperf.analysis.results import Straggler, StragglerResult
 from xpuperf.analysis.straggler_findings import det_finding, none_finding, random_finding
 from xpuperf.findings import Finding, Severity
@@ -60,7 +68,7 @@ class _Run:
     work: np.ndarray  # (n, m) seconds
     step_time: np.ndarray  # (m,) job step time (median over ranks), seconds
     comm: np.ndarray | None  # (n, m) seconds, None when unknown
-    phases: dict[str, np.ndarray]  # phases that make up work -> (n, m) seconds
+    phases: dict[str, np.ndarray | Derived]  # phases that make up work -> (n, m) seconds
     grid: Grid | None = None  # the grid the matrices are whole views of (shared medians)
 
 
@@ -101,14 +109,15 @@ def _build_grid(g: Grid) -> tuple[_Run, str]:
     step_t = g.mat("step_time_s")
     if g.known("comm_s"):
         source = "step_time-comm"
-        work = np.maximum(step_t - g.zero_filled("comm_s"), 0.0)
+        work = np.subtract(step_t, g.zero_filled("comm_s"))
+        np.maximum(work, 0.0, out=work)  # in place: one (R, S) matrix, not two
     elif g.known("compute_s"):
         source = "compute+data" if g.known("data_s") else "compute"
         comp = g.mat("compute_s")
         work = comp + g.zero_filled("data_s") if source == "compute+data" else comp
     else:
         source, work = "step_time", step_t
-    keep = np.isfinite(work).all(axis=0)
+    keep = by_columns(work, lambda x: np.isfinite(x).all(axis=0))
     whole = bool(keep.all())
     sel = (lambda a: a) if whole else (lambda a: a[:, keep])
     nodes: list[str | None] = [None] * len(g.ranks)
@@ -116,7 +125,7 @@ def _build_grid(g: Grid) -> tuple[_Run, str]:
         first = g.table["node"].iloc[g.first_rows() + g.start].tolist()
         nodes = [None if pd.isna(v) else str(v) for v in first]
     comm = sel(g.zero_filled("comm_s")) if source == "step_time-comm" else None
-    phases: dict[str, np.ndarray] = {}
+    phases: dict[str, np.ndarray | Derived] = {}  # other_s: computed when indexed
     if any(g.has(c) for c in ("compute_s", "comm_s", "data_s")):  # as steps.phase_frame
         has = {c: g.known(c) for c in ("compute_s", "data_s")}
         phases = {c: sel(g.zero_filled(c)) for c in ("compute_s", "data_s") if has[c]}
@@ -160,8 +169,10 @@ def _log_ratio(w: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
 
 def _test(
     w: np.ndarray, healthy: np.ndarray, ref_step: np.ndarray, threshold: float, only=None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(log q, slowdown, tested rows, one-sided Wilcoxon p)``; q vs the other healthy ranks."""
+) -> tuple[dict[int, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+    """``(log q of the tested rows, slowdown, tested rows, one-sided Wilcoxon p)``; q vs the
+    other healthy ranks. Only the tested rows' log q is kept (row → (m,) array): the (n, m)
+    matrix is freed on return."""
     h = np.flatnonzero(healthy)
     with np.errstate(divide="ignore", invalid="ignore"):
         logq = np.empty(w.shape) if h.size == len(w) else np.zeros(w.shape)
@@ -172,9 +183,11 @@ def _test(
     slowdown = np.expm1(median_rows(logq))
     cand = np.flatnonzero(slowdown > threshold) if only is None else only
     pvals = np.ones(len(w))
+    tested = logq[cand]  # a copy: the rows the bootstrap may need
+    del logq
     if cand.size:
-        pvals[cand] = stats.wilcoxon(logq[cand], alternative="greater", axis=1).pvalue
-    return logq, slowdown, cand, pvals
+        pvals[cand] = stats.wilcoxon(tested, alternative="greater", axis=1).pvalue
+    return dict(zip(cand.tolist(), tested, strict=True)), slowdown, cand, pvals
 
 
 def find_stragglers(
@@ -273,14 +286,20 @@ def find_stragglers(
     rows = None if healthy.all() else np.flatnonzero(healthy)
     ref_step = median_cols(w, rows)  # the healthy median rank's work per step
     if groups:
-        logq = None  # free pass 1's matrix before pass 2 builds its own
+        logq = {}  # free pass 1's rows before pass 2 builds its own
         logq, slowdown, _, pv2 = _test(w, healthy, ref_step, threshold, flagged)
         pvals[flagged] = pv2[flagged]
     per_rank["slowdown"] = slowdown
-    top2 = by_columns(w, lambda x: np.partition(x, n - 2, axis=0)[n - 2 :])
+    # .copy(): a view would keep each block's partitioned copy alive
+    top2 = by_columns(w, lambda x: np.partition(x, n - 2, axis=0)[n - 2 :].copy())
     phase_ref = {p: median_cols(a, rows) for p, a in run.phases.items()} if groups else {}
     ctx: dict = {"phase_ref": phase_ref}  # for the stragglers' slow phase only
-    ctx.update(ref_step=ref_step, max1=top2[1], max2=top2[0], argmax=np.argmax(w, axis=0))
+    ctx.update(
+        ref_step=ref_step,
+        max1=top2[1],
+        max2=top2[0],
+        argmax=by_columns(w, lambda x: np.argmax(x, axis=0)),
+    )
     ctx.update(best=float(np.min(med_work)), total_t=float(run.step_time.sum()))
     ctx.update(logq=logq, pvals=pvals, slowdown=slowdown, healthy=healthy, med_comm=med_comm)
     ctx.update(confidence=confidence, seed=seed, threshold=threshold)
@@ -343,7 +362,8 @@ def _entry(run: _Run, group: tuple[str | None, np.ndarray, np.ndarray], ctx: dic
     if len(idx) == 1:  # max over the other ranks from the precomputed top two
         others = np.where(ctx["argmax"] == idx[0], ctx["max2"], ctx["max1"])
     else:
-        others = np.delete(w, idx, axis=0).max(axis=0)
+        rest = np.setdiff1d(np.arange(len(w)), idx)  # max over the others, in blocks
+        others = by_columns(w, lambda x: x.max(axis=0), rest)
     saved = ctx["max1"] - np.maximum(others, ctx["ref_step"])
     excess = {
         p: float(np.median(a[idx].mean(axis=0) - ctx["phase_ref"][p]))

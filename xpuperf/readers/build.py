@@ -179,13 +179,15 @@ def prepare(src: Source, raw: RawTable, batch_size: float | None) -> Part:
     if len(frame) == 0 and not raw.drops:
         raise InputError("has no data rows, only a header", src.name)
 
-    df = pd.DataFrame(index=frame.index)
+    # the mapped columns go into the part as they are: a numeric column is not copied (pandas
+    # copies an array set with df[col] = …, not one passed to the constructor with copy=False)
+    cols: dict[str, object] = {}
     nonnum = np.zeros(len(frame), dtype=bool)
     bad_cols = []
     for role, m in pick.items():
         s = frame[m.column]
         if role == "node":
-            df["node"] = convert.to_label(s)
+            cols["node"] = convert.to_label(s)
             continue
         if role == "t_end_s":
             vals, bad = convert.to_epoch(s, m.factor, m.unit)
@@ -195,10 +197,12 @@ def prepare(src: Source, raw: RawTable, batch_size: float | None) -> Part:
             vals, bad = convert.to_float(s)
             if m.factor != 1.0 and not convert.is_duration(s):  # durations carry their unit
                 vals = vals * m.factor
-        df[role] = vals
+        cols[role] = vals
         if bad is not None and bad.any():
             nonnum |= bad
             bad_cols.append(m.column)
+    df = pd.DataFrame(cols, index=frame.index, copy=False)
+    del cols
     if "step" not in df.columns:  # number rows 0, 1, 2… per rank, in file order
         keys = [k for k in ("rank", "local_rank", "node") if k in df.columns]
         keys = keys[:1] if "rank" in keys else keys
@@ -219,10 +223,20 @@ def prepare(src: Source, raw: RawTable, batch_size: float | None) -> Part:
     return part
 
 
+CHUNK = 1 << 20
+"""Rows per chunk of the element-wise row checks (their temporaries stay ~8 MiB)."""
+
+
 def _integral(v: np.ndarray, nonneg: bool = False) -> np.ndarray:
-    ok = np.isfinite(v) & (v == np.floor(v))
-    if nonneg:
-        ok &= v >= 0
+    """True where ``v`` is a finite whole number (and ``>= 0`` with ``nonneg``); computed in
+    chunks of :data:`CHUNK` so that ``np.floor``'s float temporary stays small."""
+    ok = np.empty(len(v), dtype=bool)
+    for i in range(0, len(v), CHUNK):
+        x = v[i : i + CHUNK]
+        o = np.isfinite(x) & (x == np.floor(x))
+        if nonneg:
+            o &= x >= 0
+        ok[i : i + CHUNK] = o
     return ok
 
 
@@ -279,7 +293,8 @@ def assign_ranks(parts: list[Part]) -> None:
             r = p.df["node"].map(node_only).to_numpy(dtype=np.float64, na_value=np.nan)
         else:
             r = np.zeros(len(p.df))
-        p.df["rank"] = r
+        if p.how != "rank column":  # the rank column is float64 already: not copied
+            p.df["rank"] = r
         p.drop(r >= RANK_LIMIT, RANK_RANGE)  # also +inf: an integer beyond float range
         p.drop(~_integral(p.df["rank"].to_numpy(), nonneg=True), BAD_RANK)
     owner: dict[int, Part] = {}

@@ -17,6 +17,7 @@ from xpuperf.readers.build import (
     BACKWARDS,
     BAD_STEP,
     BAD_TIME,
+    CHUNK,
     DERIVED,
     DUPLICATE,
     FIRST_DIFF,
@@ -41,6 +42,8 @@ def _ascending(rank: np.ndarray, step: np.ndarray) -> np.ndarray:
     n = len(rank)
     if n == 0:
         return np.ones(0, dtype=bool)
+    if _increasing(rank, step):  # the usual case: rows sorted by rank, steps increasing
+        return np.ones(n, dtype=bool)
     order = None
     sorted_ranks = bool(np.all(rank[1:] >= rank[:-1]))
     if not sorted_ranks and np.count_nonzero(rank[1:] != rank[:-1]) + 1 != len(pd.unique(rank)):
@@ -62,6 +65,17 @@ def _ascending(rank: np.ndarray, step: np.ndarray) -> np.ndarray:
     out = np.empty(n, dtype=bool)
     out[order] = ok
     return out
+
+
+def _increasing(rank: np.ndarray, step: np.ndarray) -> bool:
+    """Ranks never decrease and each rank's steps strictly increase, row after row; checked in
+    chunks (no full-size temporaries)."""
+    for i in range(0, len(rank) - 1, CHUNK):
+        r, s = rank[i : i + CHUNK + 1], step[i : i + CHUNK + 1]
+        up = r[1:] > r[:-1]
+        if not (np.all(up | (r[1:] == r[:-1])) and np.all(up | (s[1:] > s[:-1]))):
+            return False
+    return True
 
 
 def _check_order(p: Part) -> None:
@@ -130,10 +144,29 @@ def finish(p: Part) -> tuple[pd.DataFrame, list[str]]:
         p.drop(~(np.isfinite(st) & (st > 0)), BAD_TIME + DERIVED[p.derive])
         p.drop(p.df["step_time_s"].to_numpy() > MAX_SECONDS, TOO_LONG + DERIVED[p.derive])
     _note_phase_excess(p)
-    df = p.df.drop(columns=[c for c in ("local_rank", "step_rate", "throughput") if c in p.df])
-    df["rank"] = df["rank"].to_numpy().astype(steps.DTYPES["rank"])
-    df["step"] = df["step"].to_numpy().astype(np.int64)
-    return df.reset_index(drop=True), warnings_of(p)
+    return _canonical(p), warnings_of(p)
+
+
+def _canonical(p: Part) -> pd.DataFrame:
+    """The part's rows as a step-table frame (``rank`` int32, ``step`` int64, a fresh index);
+    the part keeps no rows afterwards.
+
+    Memory: the other columns move over without a copy, and each float64 rank/step column is
+    released as soon as its integer form exists (pandas would copy an array set with
+    ``df[col] = …`` and keep the float64 columns alive through the part).
+    """
+    df = p.df
+    p.df = df.iloc[:0].copy()  # .copy(): a zero-row view would keep the columns alive
+    df = df.drop(columns=[c for c in ("local_rank", "step_rate", "throughput") if c in df])
+    cols: dict[str, object] = {}
+    for c in df.columns:
+        v = df[c]
+        cols[c] = v.to_numpy() if v.dtype == np.float64 else v.reset_index(drop=True)
+    for c, dtype in (("rank", steps.DTYPES["rank"]), ("step", np.int64)):
+        cols[c] = cols[c].astype(dtype)  # type: ignore[union-attr]
+        df = df.drop(columns=c)  # the last reference to the float64 column
+    del df
+    return pd.DataFrame(cols, index=pd.RangeIndex(len(cols["rank"])), copy=False)  # type: ignore[arg-type]
 
 
 def _drop_phases(p: Part, phases: list[str], test: object, reason: str) -> None:
@@ -152,25 +185,25 @@ def _note_phase_excess(p: Part) -> None:
     df = p.df
     if len(df) == 0:
         return
-    if "compute_s" in df.columns:
-        compute = df["compute_s"].to_numpy(dtype=np.float64)
-    else:
-        parts = [c for c in ("forward_s", "backward_s", "optimizer_s") if c in df.columns]
-        if not parts:
-            compute = np.zeros(len(df))
-        else:
-            compute = np.nansum([df[c].to_numpy(dtype=np.float64) for c in parts], axis=0)
-    total = np.nan_to_num(compute)
-    have = "compute_s" in df.columns or any(
-        c in df.columns for c in ("forward_s", "backward_s", "optimizer_s")
-    )
-    for c in ("comm_s", "data_s"):
-        if c in df.columns:
-            total = total + np.nan_to_num(df[c].to_numpy(dtype=np.float64))
-            have = True
-    if not have:
+    have = [c for c in ("compute_s", "forward_s", "backward_s", "optimizer_s") if c in df]
+    if not have and not any(c in df.columns for c in ("comm_s", "data_s")):
         return
-    over = total > df["step_time_s"].to_numpy(dtype=np.float64) * (1.0 + PHASE_SLACK)
+    if "compute_s" in df.columns:
+        comp = [df["compute_s"].to_numpy(dtype=np.float64)]
+    else:
+        comp = [df[c].to_numpy(dtype=np.float64) for c in have]
+    rest = [df[c].to_numpy(dtype=np.float64) for c in ("comm_s", "data_s") if c in df.columns]
+    step_t = df["step_time_s"].to_numpy(dtype=np.float64)
+    over = np.empty(len(df), dtype=bool)
+    for i in range(0, len(df), CHUNK):  # chunks: the sums' temporaries stay small
+        k = slice(i, i + CHUNK)
+        if len(comp) > 1:
+            total = np.nan_to_num(np.nansum([a[k] for a in comp], axis=0))
+        else:
+            total = np.nan_to_num(comp[0][k]) if comp else np.zeros(len(step_t[k]))
+        for a in rest:
+            total = total + np.nan_to_num(a[k])
+        over[k] = total > step_t[k] * (1.0 + PHASE_SLACK)
     if over.any():
         first = int(df.index[int(np.argmax(over))])
         p.notes.append(
