@@ -133,11 +133,29 @@ def test_json_file_and_nic_override(capsys, tmp_path: Path) -> None:
         (["--model", "resnet50", "--step-time", "1e308"], "seconds up to 1e+06"),
         (["--input-time", "1e308"], "seconds up to 1e+06"),
         # accepted before (exit 0 with a meaningless plan): infinite or absurd sizes
-        (["--bucket-mb", "inf"], "--bucket-mb must be a number > 0 and <= 1,048,576 (MiB)"),
-        (["--batch-size", "1e30"], "--batch-size must be a number > 0 and <= 1,000,000,000"),
-        (["--params", "10" + "0" * 25, "--step-time", "1"], "--params must be between 1 and"),
-        (["--nic-speed", "1e30Gbps"], "--nic-speed must be a number > 0 and <= 100,000 (Gb/s)"),
-        (["--nics-per-node", "100000"], "--nics-per-node must be a number > 0 and <= 4,096"),
+        (["--bucket-mb", "inf"], "--bucket-mb must be a number between 0.001 and 1,048,576"),
+        (["--batch-size", "1e30"], "--batch-size must be a number between 1e-06 and 1,000,000"),
+        (["--params", "10" + "0" * 25, "--step-time", "1"], "--params must be a whole number"),
+        (["--nic-speed", "1e30Gbps"], "--nic-speed must be a number between 0.001 and 100,000"),
+        (["--nics-per-node", "100000"], "--nics-per-node must be a number between 1 and 4,096"),
+        # a second break-it pass: tiny values and a huge --input-mb (ZeroDivisionError, exit 3)
+        (["--nic-speed", "1e-300Gbps"], "--nic-speed must be a number between 0.001 and"),
+        (["--bucket-mb", "5e-324"], "--bucket-mb must be a number between 0.001 and"),
+        (["--params", "1.5", "--step-time", "1"], "--params must be a whole number between 1"),
+        (
+            [
+                "--model",
+                "resnet50",
+                "--step-time",
+                "0.2",
+                "--input-time",
+                "0.1",
+                "--input-mb",
+                "1e200",
+            ],
+            "--input-mb must be a number of MB between 0 and 1e+06",
+        ),
+        (["--json", " "], "--json path is empty"),
     ],
 )
 def test_bad_inputs_exit_2_with_one_line(capsys, args: list[str], message: str) -> None:

@@ -59,6 +59,14 @@ def test_json_and_tsv_layouts_read_the_same(tmp_path: Path) -> None:
         ("name,params\nfc,2000000000000000\n", "params '2000000000000000' is not a whole", 2),
         ('[{"name": "fc", "params": true}]', "layer 1: params True is not a whole number", None),
         ('{"layers": 3}', 'JSON must be a list of layers or {"layers": [...]}', None),
+        # a break-it pass: extra fields became a pandas index and the plan went on (exit 0)
+        ("name,params\na,100,5,6\n", "4 fields, the header has 2", 2),
+        ("name,params,numel\na,1,2\n", "params given twice (params, numel); keep one", 1),
+        ('[{"params": 5, "numel": 7}]', "layer 1: params given twice (params, numel)", None),
+        ('[{"params": ' + "9" * 400 + "}]", "params", None),  # OverflowError was exit 3
+        ('[{"params": ' + "9" * 5000 + "}]", "a number of more than 4300 digits", None),
+        ("name,params,macs\na,1,1e308\nb,1,1e308\nc,1,1e308\n", "macs add up to more", None),
+        ('name,params\na,1\nb,"2\n', "not a CSV/TSV table", 3),
     ],
 )
 def test_bad_files_name_the_line(tmp_path: Path, text: str, message: str, line: int | None) -> None:
@@ -90,3 +98,34 @@ def test_cli_plan_with_a_layer_file(capsys, tmp_path: Path) -> None:
         cli_app.main(["plan", "--layers", str(BERT), "--params", "10", "--step-time", "1"])
     assert exc.value.code == 2
     assert "give one of --model NAME, --params N or --layers FILE" in capsys.readouterr().err
+
+
+def test_blank_leading_lines_and_line_numbers(tmp_path: Path) -> None:
+    f = tmp_path / "l.csv"
+    f.write_text("\n\nname,params\na,10\n\nb,x\n")
+    with pytest.raises(InputError) as exc:
+        read_layers(f)
+    assert exc.value.line == 6  # the 'b,x' row, counted from the top of the file
+
+
+def test_special_files_and_empty_path_are_refused(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)  # reading it would block forever
+    for path in (str(fifo), "/dev/zero", str(tmp_path)):
+        with pytest.raises(InputError, match="not a regular file"):
+            read_layers(path)
+    with pytest.raises(InputError, match="--layers path is empty"):
+        read_layers(" ")
+
+
+def test_row_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from xpuperf.costmodel import layerfile
+
+    monkeypatch.setattr(layerfile, "MAX_ROWS", 3)
+    f = tmp_path / "l.csv"
+    f.write_text("params\n1\n2\n3\n4\n")
+    with pytest.raises(InputError, match="more than 3 tensors") as exc:
+        read_layers(f)
+    assert exc.value.line == 5

@@ -70,3 +70,31 @@ def test_output_equal_to_input_refused(tmp_path: Path) -> None:
     f.write_text("step,step_time_s\n1,0.5\n")
     with pytest.raises(UsageError, match="refusing"):
         check_not_input(tmp_path / "." / "rank0.csv", [f])
+
+
+def test_step_summary_never_lands_on_an_input_or_another_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a break-it pass: GITHUB_STEP_SUMMARY naming a log appended Markdown to it (the next
+    # analyze skipped 21 rows); naming the --json output made the JSON invalid; '-' made a file
+    from xpuperf.report.output import write_markdown_outputs
+
+    log = tmp_path / "rank0.csv"
+    log.write_text("step,step_time_s\n1,0.1\n")
+    out_json = tmp_path / "out.json"
+    out_json.write_text("{}")
+    for target, protect in ((log, [str(tmp_path)]), (out_json, [str(out_json)])):
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(target))
+        before = target.read_text()
+        warning = write_markdown_outputs("## summary\n", None, protect)
+        assert warning is not None
+        assert "is an input or output of this run" in warning
+        assert target.read_text() == before
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", "-")
+    assert "not a file" in (write_markdown_outputs("## s\n", None, []) or "")
+    assert not (tmp_path / "-").exists()
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert write_markdown_outputs("## s\n", None, [str(log)]) is None
+    assert summary.read_text() == "## s\n"

@@ -82,8 +82,8 @@ def combine_fixes(
 ) -> Combined | None:
     """The configuration fixes among ``fixes`` applied together (module docstring).
 
-    Returns None when fewer than two of ``fixes`` are configuration fixes with recorded
-    settings (one fix together is the fix itself). Raises
+    Returns None when fewer than two configuration fixes are kept (one fix together is the
+    fix itself). Raises
     :class:`~xpuperf.costmodel.checks.CostModelError` only for counts the planner refuses.
     """
     usable = [f for f in fixes if f.lever in CONFIG_LEVERS and f.applied is not None]
@@ -101,4 +101,6 @@ def combine_fixes(
             kept.append(f.name)
         else:
             skipped.append(f.name)
+    if len(kept) < 2:  # one fix kept: the fix itself, already listed
+        return None
     return Combined(cards, tuple(kept), tuple(skipped), before, best, current)

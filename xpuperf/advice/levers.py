@@ -173,17 +173,23 @@ def _fp16(planner: Planner, cards: int, s: Settings, base: Point) -> Fix | None:
 
 
 def rank_fixes(planner: Planner, cards: int, settings: Settings | None = None) -> list[Fix]:
-    """Every lever searched at ``cards``; fixes that gain at least :data:`MIN_GAIN`, best first
-    (fixes that change the math of training after the others at equal gain)."""
+    """Every lever searched at ``cards`` (at one card only the input levers); fixes that gain at
+    least :data:`MIN_GAIN` and do not end below today's speedup, best first (fixes that change
+    the math of training after the others at equal gain)."""
     s = settings or Settings()
     base = planner.point(cards, s)
-    if cards == 1:
-        return []
-    found: list[Fix | None] = [_bucket(planner, cards, s, base)]
-    found += _algorithm(planner, cards, s, base)
-    found += [f(planner, cards, s, base) for f in (_ring_order, _nic, _straggler, _fp16)]
+    found: list[Fix | None] = []
+    if cards > 1:  # one card: no communication, only the input pipeline can be fixed
+        found.append(_bucket(planner, cards, s, base))
+        found += _algorithm(planner, cards, s, base)
+        found += [f(planner, cards, s, base) for f in (_ring_order, _nic, _straggler, _fp16)]
     found += _keep_input(input_fixes(planner, cards, s, base))
-    fixes = [f for f in found if f is not None and f.gain >= MIN_GAIN]
+    # a fix must gain against its own "before" and must not end below the plan's current
+    # speedup (with algorithm auto, "before" is NCCL's choice while the plan already assumes
+    # the best algorithm: that fix ends AT the current speedup; a 2D form ending below it is
+    # worse than what the plan assumes)
+    fixes = [f for f in found if f is not None and f.gain >= MIN_GAIN
+             and f.speedup_after >= base.speedup - TIE]  # fmt: skip
     return sorted(fixes, key=lambda f: (-round(f.gain, 6), f.changes_math, f.name))
 
 

@@ -31,7 +31,8 @@ _ALGO_SETTINGS = {
     "tree": "NCCL_ALGO=Tree",
     "2d-ring": (
         "hierarchical allreduce, reduce-scatter/allreduce/all-gather form "
-        "(Horovod: HOROVOD_HIERARCHICAL_ALLREDUCE=1; NCCL has no such algorithm)"
+        "(Horovod: HOROVOD_HIERARCHICAL_ALLREDUCE=1; PyTorch DDP: a comm hook over an "
+        "intra-node and an inter-node process group; NCCL has no such algorithm)"
     ),
     "2d-ring-bcast": (
         "hierarchical allreduce with a leader per node (intra allreduce, leader ring, intra "

@@ -144,7 +144,7 @@ def analyze(
         from xpuperf.report.html import render_html
 
         write_output(html_out, render_html(result))
-    write_ci_outputs(result, md_out, err)
+    write_ci_outputs(result, md_out, err, [*existing, json_out or "", html_out or ""])
     if not quiet and not to_stdout:
         render_terminal(result, out_console())
     if gates:
@@ -177,13 +177,16 @@ def _nccl_only(nccl, json_out, html_out, md_out, quiet, gates, err: Console) -> 
         gt.enforce(gt.evaluate(gates, doc))
 
 
-def write_ci_outputs(result: AnalyzeResult, md_out: str | None, err: Console) -> None:
-    """Markdown to ``md_out`` and ``$GITHUB_STEP_SUMMARY``; annotations on stderr in Actions."""
+def write_ci_outputs(
+    result: AnalyzeResult, md_out: str | None, err: Console, protect: list[str] | None = None
+) -> None:
+    """Markdown to ``md_out`` and ``$GITHUB_STEP_SUMMARY`` (never onto ``protect``: the inputs
+    and other outputs); annotations on stderr in Actions."""
     from xpuperf.report.markdown import github_annotations, render_markdown
     from xpuperf.report.output import write_markdown_outputs
 
     if md_out or os.environ.get("GITHUB_STEP_SUMMARY"):
-        warning = write_markdown_outputs(render_markdown(result), md_out)
+        warning = write_markdown_outputs(render_markdown(result), md_out, protect or [])
         if warning:
             err.print(f"warning: {warning}", markup=False)
     if os.environ.get("GITHUB_ACTIONS") == "true":

@@ -6,10 +6,13 @@ Exit codes: 0 ran fine, 1 a gate the user asked for failed, 2 usage or input err
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
 import sys
 import traceback
+from pathlib import Path
 
 import typer
 
@@ -57,6 +60,8 @@ app.command("calibrate")(calibrate_cmd.calibrate)
 app.add_typer(topo_app, name="topo")
 
 
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF})
+"""OSError numbers of a failed write to stdout that are the user's setup, not a bug."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -81,6 +86,8 @@ def main(argv: list[str] | None = None) -> None:
     ``--debug`` anywhere on the command line shows the traceback of an internal error.
     """
     args = sys.argv[1:] if argv is None else list(argv)
+    if sys.stdout is None:  # started with stdout closed (`>&-`): what goes there is dropped
+        sys.stdout = Path(os.devnull).open("w", encoding="utf-8")  # noqa: SIM115 (to exit)
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]
     try:
@@ -107,6 +114,12 @@ def main(argv: list[str] | None = None) -> None:
         os.dup2(devnull, sys.stdout.fileno())
         code = 0
     except Exception as e:
+        if isinstance(e, OSError) and e.errno in _OUTPUT_ERRNOS:
+            # stdout on a full disk (`> /dev/full`) or a dead terminal: the setup, not a bug
+            _err(f"error: cannot write the output: {e.strerror}; free space or redirect stdout")
+            with contextlib.suppress(OSError, ValueError):  # the exit-time flush would fail too
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(EXIT_INPUT)
         if debug:
             traceback.print_exc()
         _err(

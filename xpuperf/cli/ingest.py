@@ -41,6 +41,8 @@ def ingest(
 
     if not out.strip():
         raise UsageError("-o path is empty; give a folder name")
+    if out.strip() == "-":
+        raise UsageError("-o needs a folder to write the dataset into; '-' (stdout) is not one")
     target = check_output_dir(out, [p for p in logs if "*" not in p])
     err = err_console()
     with read_progress(err, logs, quiet):

@@ -79,10 +79,21 @@ MAX_NICS = 4096
 """Largest ``--nics-per-node`` taken (as many as the largest node has cards)."""
 
 
-def _in_range(flag: str, value: float | None, hi: float, unit: str) -> None:
-    """Refuse a value that is not a finite number in (0, hi] (UsageError, exit 2)."""
-    if value is not None and not (0 < value <= hi):
-        raise UsageError(f"{flag} must be a number > 0 and <= {hi:,.0f} ({unit}), got {value}")
+def _in_range(flag: str, value: float | None, hi: float, unit: str, lo: float = 1e-6) -> None:
+    """Refuse a value that is not a number in [lo, hi] (UsageError, exit 2)."""
+    if value is not None and not (lo <= value <= hi):
+        raise UsageError(
+            f"{flag} must be a number between {lo:g} and {hi:,.0f} ({unit}), got {value:g}"
+        )
+
+
+def _whole(flag: str, value: float | None, hi: float) -> int | None:
+    """``value`` as a whole number in [1, hi] (``1e9`` and ``1_000_000`` allowed); exit 2."""
+    if value is None:
+        return None
+    if not (1 <= value <= hi) or value != int(value):
+        raise UsageError(f"{flag} must be a whole number between 1 and {hi:.0e}, got {value:g}")
+    return int(value)
 
 
 def resolve_cluster(topology: str | None, nodes: int | None, cards_per_node: int | None,
@@ -94,8 +105,8 @@ def resolve_cluster(topology: str | None, nodes: int | None, cards_per_node: int
         if v is not None and v < 1:
             raise UsageError(f"{name} must be >= 1, got {v}")
     speed = nic_speed_Gbps(nic_speed, "--nic-speed")
-    _in_range("--nic-speed", speed, MAX_NIC_GBPS, "Gb/s")
-    _in_range("--nics-per-node", nics_per_node, MAX_NICS, "NIC ports")
+    _in_range("--nic-speed", speed, MAX_NIC_GBPS, "Gb/s", lo=1e-3)
+    _in_range("--nics-per-node", nics_per_node, MAX_NICS, "NIC ports", lo=1)
     if topology is not None and cards_per_node is not None:
         raise UsageError("give --topology or --cards-per-node (a generic cluster), not both")
     if topology is None and cards_per_node is not None:
@@ -144,7 +155,7 @@ def plan(
         str | None, Opt("--model", help=f"Model preset: {', '.join(MODEL_PRESETS)}.")
     ] = None,
     params: Annotated[
-        int | None, Opt(help="Parameter count, split evenly (instead of --model).")
+        float | None, Opt(help="Parameter count, e.g. 1.3e9, split evenly (instead of --model).")
     ] = None,
     layers: Annotated[
         str | None,
@@ -219,10 +230,6 @@ def plan(
     to_stdout = stdout_outputs(json=json_out, html=html_out, markdown=md_out)
     if target is not None and target < 1:
         raise UsageError(f"--target must be a card count >= 1, got {target}")
-    for given in (from_log, layers):
-        for out in (json_out, html_out, md_out):
-            if given is not None and out and out != "-":
-                check_not_input(out, [given])
     workloads = [f for f, v in (("--model", model_name), ("--params", params),
                                 ("--layers", layers)) if v is not None]  # fmt: skip
     if len(workloads) > 1:
@@ -241,10 +248,8 @@ def plan(
         raise UsageError(f"--step-time must be a positive number of seconds up to "
                          f"{plan_input.MAX_SECONDS:g}, got {step_time}")  # fmt: skip
     _in_range("--batch-size", batch_size, MAX_BATCH, "samples per card")
-    _in_range("--bucket-mb", bucket_mb, MAX_BUCKET_MB, "MiB")
-    if params is not None and not 1 <= params <= MAX_PARAMS:
-        raise UsageError(f"--params must be between 1 and {MAX_PARAMS:.0e} (parameters of the "
-                         f"model), got {params}")  # fmt: skip
+    _in_range("--bucket-mb", bucket_mb, MAX_BUCKET_MB, "MiB", lo=1e-3)
+    params = _whole("--params", params, MAX_PARAMS)
     if example:
         if step_time is not None:
             raise UsageError("--step-time needs --model NAME, --params N or --layers FILE")
@@ -256,9 +261,12 @@ def plan(
     elif step_time is None:
         raise UsageError("give --step-time S (single-card step time in seconds)")
     topology, cal = plan_inputs(topology, calibration, need_topology=cards_per_node is None)
-    for out in (json_out, html_out, md_out):
-        if cal is not None and out and out != "-":
-            check_not_input(out, [cal.path])
+    inputs = [str(x) for x in (from_log, layers, cal.path if cal else None) if x is not None]
+    if topology is not None and Path(topology).exists():  # not a preset name
+        inputs.append(topology)
+    for out in (json_out, html_out, md_out):  # before anything is written
+        if out and out != "-":
+            check_not_input(out, inputs)
     if topology is None and cards_per_node is None:
         notes.append(f"example topology: {EXAMPLE[0]} (no --topology given)")
     max_cards = max([*counts, target or 0])
@@ -277,27 +285,20 @@ def plan(
                        batch_size=batch_size, target_cards=target, notes=notes,
                        calibration=cal)  # fmt: skip
     if json_out:
-        if json_out != "-" and topology and Path(topology).exists():
-            check_not_input(json_out, [topology])
         write_output(json_out, render_json(result))
-    write_plan_reports(result, html_out, md_out, topology)
+    write_plan_reports(result, html_out, md_out, [*inputs, json_out or ""])
     if not quiet and not to_stdout:
         render_terminal(result, out_console())
 
 
 def write_plan_reports(result, html_out: str | None, md_out: str | None,
-                       topology: str | None) -> None:  # fmt: skip
+                       protect: list[str]) -> None:  # fmt: skip
     """``--html`` and ``--markdown`` (and ``$GITHUB_STEP_SUMMARY``) of a plan (a
-    :class:`~xpuperf.advice.plan.PlanResult`); an output equal to the topology file is refused."""
+    :class:`~xpuperf.advice.plan.PlanResult`); ``protect``: the inputs and other outputs the
+    step summary must not be appended to (the paths were checked against the inputs before)."""
     from xpuperf.cli.console import err_console
     from xpuperf.report.output import write_markdown_outputs
 
-    inputs = [topology] if topology and Path(topology).exists() else []
-    for flag, out in (("--html", html_out), ("--markdown", md_out)):
-        if out is not None and not out.strip():
-            raise UsageError(f"{flag} path is empty; give a file name")
-        if out and out != "-":
-            check_not_input(out, inputs)
     if html_out:
         from xpuperf.report.plan_html import render_plan_html
 
@@ -306,6 +307,7 @@ def write_plan_reports(result, html_out: str | None, md_out: str | None,
         from xpuperf.report.markdown import render_plan_markdown
         from xpuperf.report.plan_report import to_dict
 
-        warning = write_markdown_outputs(render_plan_markdown(to_dict(result)), md_out)
+        warning = write_markdown_outputs(render_plan_markdown(to_dict(result)), md_out,
+                                         [*protect, html_out or ""])  # fmt: skip
         if warning:
             err_console().print(f"warning: {warning}", markup=False)

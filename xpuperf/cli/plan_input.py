@@ -17,6 +17,8 @@ from xpuperf.topology.model import Cluster
 MAX_SECONDS = 1e6
 """Largest --step-time / --input-time accepted (≈ 11.6 days): beyond it step times in ms
 overflow the model's sums (a break-it pass found inf rows and a ZeroDivisionError)."""
+MAX_INPUT_MB = 1e6
+"""Largest ``--input-mb`` taken (1 TB copied host→device per batch)."""
 EXAMPLE_BUCKET_MB = 4.0
 """Bundled example: DDP buckets of 4 MiB (smaller than DDP's 25 MiB default)."""
 EXAMPLE_INPUT = {"input_time": 0.12, "workers": 0, "pinned": False, "input_mb": 0.524288,
@@ -51,8 +53,9 @@ def _check(workers: int | None, prefetch: int | None, input_time: float | None,
     if input_time is not None and not (0 < input_time <= MAX_SECONDS):
         raise UsageError(f"--input-time must be a positive number of seconds up to "
                          f"{MAX_SECONDS:g}, got {input_time}")  # fmt: skip
-    if input_mb is not None and not (math.isfinite(input_mb) and input_mb >= 0):
-        raise UsageError(f"--input-mb must be a number of MB >= 0, got {input_mb}")
+    if input_mb is not None and not (math.isfinite(input_mb) and 0 <= input_mb <= MAX_INPUT_MB):
+        raise UsageError(f"--input-mb must be a number of MB between 0 and {MAX_INPUT_MB:g} "
+                         f"(host-to-device bytes per batch), got {input_mb:g}")  # fmt: skip
     if loader_numa is not None and loader_numa not in inp.NUMA_PLACEMENTS:
         raise UsageError(f"--loader-numa must be one of {'|'.join(inp.NUMA_PLACEMENTS)}, "
                          f"got {loader_numa!r}")  # fmt: skip

@@ -23,17 +23,19 @@ Errors: :class:`~xpuperf.errors.InputError` naming the file and line (exit 2).
 
 from __future__ import annotations
 
+import csv
 import json
 import math
+import stat
 from pathlib import Path
-
-import pandas as pd
 
 from xpuperf.costmodel.workloads import Workload
 from xpuperf.errors import InputError
 
-MAX_BYTES = 64 << 20
-"""Largest layer file read (64 MiB, ~1 M rows)."""
+MAX_BYTES = 16 << 20
+"""Largest layer file read (16 MiB)."""
+MAX_ROWS = 100_000
+"""Most parameter tensors taken (the largest models have a few thousand)."""
 MAX_PARAMS = 10**15
 """Largest total parameter count taken (as ``--params``)."""
 ALIASES = {"numel": "params", "parameters": "params", "elements": "params", "size": "params"}
@@ -51,13 +53,18 @@ def read_layers(path: str | Path) -> Workload:
             whole number ≥ 1, a MACs value that is negative or not finite, MACs on some rows
             only, or more than :data:`MAX_PARAMS` parameters — with the file's line number.
     """
+    if not str(path).strip():
+        raise InputError("--layers path is empty; give the layer file")
     p = Path(path)
     try:
-        size = p.stat().st_size
+        info = p.stat()
     except OSError as exc:
         raise InputError(f"cannot read the layer file: {exc.strerror or exc}", str(p)) from exc
-    if size > MAX_BYTES:
-        raise InputError(f"layer file of {size:,} bytes is over {MAX_BYTES >> 20} MiB", str(p))
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError("not a regular file; give a CSV, TSV or JSON layer file", str(p))
+    if info.st_size > MAX_BYTES:
+        raise InputError(f"layer file of {info.st_size:,} bytes is over {MAX_BYTES >> 20} MiB",
+                         str(p))  # fmt: skip
     try:
         text = p.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
@@ -74,6 +81,9 @@ def read_layers(path: str | Path) -> Workload:
         line, label, _ = rows[have.index(False)]
         raise InputError(f"{label}macs missing: give macs on every row or on none", str(p), line)
     use_macs = all(have) and any(macs)  # all zero: no compute split, readiness by size
+    if use_macs and not math.isfinite(sum(macs)):  # type: ignore[arg-type]
+        raise InputError("the macs add up to more than a float holds (1.8e308); give forward "
+                         "MACs per sample, per tensor", str(p))  # fmt: skip
     total = sum(n for _, n in tensors)
     if total > MAX_PARAMS:
         raise InputError(f"{total:,} parameters in all: more than {MAX_PARAMS:.0e}", str(p))
@@ -90,25 +100,47 @@ Row = tuple[int | None, str, dict]
 
 
 def _table_rows(text: str, p: Path) -> list[Row]:
-    """(line, "", row) of a CSV/TSV with a header; blank lines skipped."""
-    first = text.split("\n", 1)[0]
-    sep = "\t" if "\t" in first else ","
+    """(line, "", row) of a CSV/TSV with a header (the first non-blank line; tab-separated when
+    it holds a tab); blank lines skipped; a row with another number of fields than the header
+    is refused."""
+    lines = text.splitlines()
+    start = next((i for i, x in enumerate(lines) if x.strip()), None)
+    if start is None:
+        return []
+    sep = "\t" if "\t" in lines[start] else ","
+    reader = csv.reader(lines[start:], delimiter=sep, strict=True)
     try:
-        df = pd.read_csv(p, sep=sep, dtype=str, keep_default_na=False, skip_blank_lines=False,
-                         encoding="utf-8-sig")  # fmt: skip
-    except (ValueError, pd.errors.ParserError) as exc:
-        raise InputError(f"not a CSV/TSV table ({str(exc).splitlines()[0]}); {HINT}",
-                         str(p)) from exc  # fmt: skip
-    df.columns = [ALIASES.get(str(c).strip().lower(), str(c).strip().lower()) for c in df.columns]
-    if "params" not in df.columns:
-        raise InputError(f"no 'params' column (columns: {', '.join(df.columns)}); {HINT}",
-                         str(p), 1)  # fmt: skip
-    out = []
-    for i, rec in enumerate(df.to_dict("records")):
-        if all(not str(v).strip() for v in rec.values()):
-            continue
-        out.append((i + 2, "", rec))
+        header = [str(c).strip().lower() for c in next(reader)]
+        names = _columns(header, p, start + 1)
+        out = []
+        for fields in reader:
+            line = start + reader.line_num
+            if not any(f.strip() for f in fields):
+                continue
+            if len(fields) != len(header):
+                raise InputError(f"{len(fields)} fields, the header has {len(header)}; {HINT}",
+                                 str(p), line)  # fmt: skip
+            if len(out) >= MAX_ROWS:
+                raise InputError(f"more than {MAX_ROWS:,} tensors", str(p), line)
+            out.append((line, "", dict(zip(names, fields, strict=True))))
+    except csv.Error as exc:
+        raise InputError(f"not a CSV/TSV table ({exc}); {HINT}", str(p),
+                         start + reader.line_num) from exc  # fmt: skip
     return out
+
+
+def _columns(header: list[str], p: Path, line: int | None, label: str = "") -> list[str]:
+    """Header names with aliases resolved; a role given twice or no ``params`` is refused."""
+    names = [ALIASES.get(c, c) for c in header]
+    for role in ("name", "params", "macs"):
+        given = [h for h, n in zip(header, names, strict=True) if n == role]
+        if len(given) > 1:
+            raise InputError(f"{label}{role} given twice ({', '.join(given)}); keep one",
+                             str(p), line)  # fmt: skip
+    if "params" not in names:
+        raise InputError(f"{label}no 'params' column (columns: {', '.join(header)}); {HINT}",
+                         str(p), line)  # fmt: skip
+    return names
 
 
 def _json_rows(text: str, p: Path) -> list[Row]:
@@ -116,30 +148,33 @@ def _json_rows(text: str, p: Path) -> list[Row]:
     try:
         doc = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise InputError(f"not valid JSON ({exc}); {HINT}", str(p)) from exc
+        why = "a number of more than 4300 digits" if "digits" in str(exc) else str(exc)
+        raise InputError(f"not valid JSON ({why}); {HINT}", str(p)) from exc
     layers = doc.get("layers") if isinstance(doc, dict) else doc
     if not isinstance(layers, list):
         raise InputError(f"JSON must be a list of layers or {{\"layers\": [...]}}; {HINT}",
                          str(p))  # fmt: skip
+    if len(layers) > MAX_ROWS:
+        raise InputError(f"{len(layers):,} layers: more than {MAX_ROWS:,} tensors", str(p))
     out = []
     for i, rec in enumerate(layers):
+        label = f"layer {i + 1}: "
         if not isinstance(rec, dict):
-            raise InputError(f"layer {i + 1} is not an object; {HINT}", str(p))
-        rec = {ALIASES.get(str(k).lower(), str(k).lower()): v for k, v in rec.items()}
-        if "params" not in rec:
-            raise InputError(f"layer {i + 1} has no 'params'; {HINT}", str(p))
-        out.append((None, f"layer {i + 1}: ", rec))
+            raise InputError(f"{label}not an object; {HINT}", str(p))
+        keys = [str(k).strip().lower() for k in rec]
+        names = _columns(keys, p, None, label)
+        out.append((None, label, dict(zip(names, rec.values(), strict=True))))
     return out
 
 
 def _number(v: object) -> float | None:
     if isinstance(v, bool):
         return None
-    if isinstance(v, int | float):
-        return float(v)
     try:
+        if isinstance(v, int | float):
+            return float(v)
         return float(str(v).strip().replace("_", ""))
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
 
 

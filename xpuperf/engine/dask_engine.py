@@ -18,6 +18,7 @@ so FPS values may differ in the last bits (relative 1e-12 is the tolerance the t
 from __future__ import annotations
 
 import logging
+import threading
 
 from xpuperf import steps as st
 from xpuperf.engine import dataset as dsmod
@@ -38,6 +39,46 @@ def _import_dask():
             "(the 'dask' extra), or use --engine pandas"
         ) from exc
     return dask, dd, Client, LocalCluster
+
+
+CONNECT_TIMEOUT_S = 15.0
+"""Longest wait for a scheduler to answer (Dask's own 10 s timeout does not cover a server that
+accepts the connection and then says nothing, e.g. a web server)."""
+
+
+def _connect(client_cls, address: str):
+    """A dask.distributed ``Client`` for ``address``, or :class:`UsageError` (exit 2).
+
+    The connection is made in a daemon thread and given :data:`CONNECT_TIMEOUT_S`: a service
+    that is not a Dask scheduler may answer garbage (read by distributed as a message length —
+    a break-it pass got "Unable to allocate 3.07 EiB") or never answer at all.
+    """
+    box: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            box["client"] = client_cls(address, timeout="10s")
+        except BaseException as exc:  # reported to the caller below
+            box["error"] = exc
+
+    t = threading.Thread(target=run, name="xpuperf-dask-connect", daemon=True)
+    t.start()
+    t.join(CONNECT_TIMEOUT_S)
+    hint = "check the address (tcp://HOST:8786, the scheduler's port, not the dashboard's) and "
+    hint += "that a Dask scheduler is running there"
+    if t.is_alive():
+        raise UsageError(
+            f"no Dask scheduler answered at {address} within {CONNECT_TIMEOUT_S:g} s; {hint}"
+        )
+    if "error" in box:
+        exc = box["error"]
+        if isinstance(exc, KeyboardInterrupt):
+            raise exc
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if isinstance(exc, MemoryError | OverflowError):  # garbage read as a message length
+            why = "the service there does not speak the Dask protocol"
+        raise UsageError(f"cannot use {address} as a Dask scheduler ({why}); {hint}") from exc
+    return box["client"]
 
 
 class DaskEngine:
@@ -61,13 +102,7 @@ class DaskEngine:
     def _client(self):
         _, _, Client, LocalCluster = _import_dask()
         if self.scheduler:
-            try:
-                return Client(self.scheduler, timeout="10s"), None
-            except (OSError, TimeoutError, ValueError) as exc:
-                raise UsageError(
-                    f"cannot connect to the Dask scheduler at {self.scheduler}: {exc}; check the "
-                    "address (tcp://HOST:8786) and that the scheduler is running"
-                ) from exc
+            return _connect(Client, self.scheduler.strip()), None
         try:
             cluster = LocalCluster(
                 n_workers=self.workers,

@@ -32,8 +32,12 @@ def stdout_outputs(**outputs: str | None) -> bool:
     Keyword names are the flags without dashes (``json``, ``html``, ``markdown``).
 
     Raises:
-        UsageError: more than one output is ``-`` (they would interleave on stdout).
+        UsageError: an output path that is empty or blank; more than one output is ``-`` (they
+            would interleave on stdout).
     """
+    for k, v in outputs.items():
+        if v is not None and not v.strip():
+            raise UsageError(f"--{k} path is empty; give a file name, or - for stdout")
     flags = [f"--{k}" for k, v in outputs.items() if v == STDOUT]
     if len(flags) > 1:
         raise UsageError(
@@ -113,9 +117,15 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
         raise
 
 
-def write_markdown_outputs(text: str, md_out: str | None) -> str | None:
+def write_markdown_outputs(
+    text: str, md_out: str | None, protect: Iterable[str | os.PathLike] = ()
+) -> str | None:
     """Write a Markdown summary to ``md_out`` (``-``: stdout); append it to
     ``$GITHUB_STEP_SUMMARY`` when that is set.
+
+    The step summary is skipped, with a warning, when it names an input or another output of
+    the run (``protect``: the inputs and the other output paths; ``md_out`` itself too) or is
+    ``-``: appending there would corrupt a file the user keeps.
 
     Returns a warning (one line) when the step summary cannot be appended — a CI convenience
     must not fail the run — else None. Raises :class:`UsageError` when ``md_out`` cannot be
@@ -124,10 +134,23 @@ def write_markdown_outputs(text: str, md_out: str | None) -> str | None:
     if md_out:
         write_output(md_out, text)
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary_path:
-        try:
-            with Path(summary_path).open("a", encoding="utf-8") as fh:
-                fh.write(text)
-        except OSError as e:
-            return f"cannot append to $GITHUB_STEP_SUMMARY: {e}"
+    if not summary_path:
+        return None
+    if summary_path.strip() == STDOUT:
+        return "$GITHUB_STEP_SUMMARY is '-', not a file: step summary not written"
+    kept = [str(x) for x in protect if x and str(x) != STDOUT]
+    if md_out and md_out != STDOUT:
+        kept.append(md_out)
+    try:
+        check_not_input(summary_path, kept)
+    except UsageError:
+        return (
+            f"$GITHUB_STEP_SUMMARY ({summary_path}) is an input or output of this run: step "
+            "summary not written"
+        )
+    try:
+        with Path(summary_path).open("a", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as e:
+        return f"cannot append to $GITHUB_STEP_SUMMARY: {e}"
     return None
