@@ -21,13 +21,13 @@ phases          timer lines (:mod:`~xpuperf.readers.formats.timers`): Megatron-L
                 follow their iteration line, NeoX/DeepSpeed style timers precede it
 ==============  ============================================================================
 
-Reading: the file streams in 4 MiB blocks of whole lines (:mod:`.blocks`). A block that is ASCII
+Reading: the file streams in 512 KiB blocks of whole lines (:mod:`.blocks`). A block that is ASCII
 without ANSI codes, carriage returns or tqdm bars takes the fast path: one regex scan
-(:data:`TOKENS`) yields the standard step lines' numbers in bulk and the other lines that matter,
-which go through the per-line rules in order; other blocks take the per-line path. Both give the
-same rows (tests compare them). A large uncompressed file is parsed in byte ranges on several
-cores (:mod:`.ranges`). Memory: one block plus 32 bytes per kept row (step, step time, samples,
-line number).
+(:data:`.megatron_scan.TOKENS`) yields the standard step lines' numbers in bulk and the other
+lines that matter, which go through the per-line rules in order; other blocks take the per-line
+path. Both give the same rows (tests compare them). A large uncompressed file is parsed in byte
+ranges on several cores (:mod:`.ranges`). Memory: one block plus 32 bytes per kept row (step, step
+time, samples, line number).
 
 Errors: :class:`~xpuperf.errors.InputError` when no iteration line parses. A line that mentions
 ``iteration N/`` but lacks the elapsed time (e.g. cut at the end of an excerpt) is skipped with a
@@ -37,10 +37,8 @@ warning.
 from __future__ import annotations
 
 import functools
-import operator
 import re
 import statistics
-from array import array
 from collections.abc import Sequence
 
 import numpy as np
@@ -48,6 +46,7 @@ import numpy as np
 from xpuperf.readers.base import Source
 from xpuperf.readers.formats import console, ranges, timers
 from xpuperf.readers.formats.blocks import BLOCK_BYTES, blocks, reread
+from xpuperf.readers.formats.megatron_scan import FIRST, GET, TOKENS, TOKENS_EXACT, numbers
 from xpuperf.readers.formats.table import (
     NAN,
     Rows,
@@ -68,36 +67,6 @@ FAST = re.compile(
     r"\s*\|[^|]*\|\s*global batch size:\s*(\d+)\s*\|"
 )
 """The fast path: the standard Megatron-LM line, matched in one go (anchored)."""
-_WS = rb"[\t\x0b\x0c\x1c-\x1f ]"
-_PFX = (
-    rb"(?>(?:\[(?:rank|default)\d+\]:" + _WS + rb"?|\[\d+,\d+\]<std(?:out|err)>:" + _WS
-    + rb"?|(?: " + _WS + rb"{0,3})?\d{1,5}: )?)"
-)  # fmt: skip
-"""A launcher prefix as :func:`console.clean` removes it: atomic, so a line that has one is never
-also tried without it."""
-_A = (  # possessive: what a run consumes can never start the next item, so nothing backtracks
-    rb"iteration(?:W)++(\d++)W*+/W*+\d++W*+\|[^|\n]*+\|W*+elapsed time per iteration \(ms\):W*+"
-    rb"(\d+(?:\.\d*)?|\.\d+)W*+\|[^|\n]*+\|W*+global batch size:W*+(\d++)W*+\|"
-)
-_O = (  # each alternative starts with a distinct literal, so a noise line fails at once
-    rb"iteration[^\n]*"  # other iteration lines (variants, cut lines)
-    rb"|samples/sec[^\n]*"  # GPT-NeoX: 'samples/sec: X | iteration …'
-    rb"|time \(ms\)[^\n]*"  # Megatron / NeoX timers
-    rb"|(?:\[[^\]\n]*+\]W*+)++(?:iteration|(?:rank=\d+W*+)?time \(ms\))[^\n]*"  # [date] [Rank 0] …
-    rb"|\(min, max\) time across ranks \(ms\)[^\n]*+"  # (min, max) head …
-    rb"(?:\nPFX(?:W)+[A-Za-z](?:[\w\- ]*[\w\-])?W*\.{2,}:[^\n]*)+"  # … its timer lines (as
-    # timers.MINMAX: the name ends at a non-blank; a lazy name was quadratic on a blank run)
-)
-TOKENS = re.compile(
-    (rb"\nPFX(?:W*+" + _A + rb"|(W*+(?:" + _O + rb")))").replace(b"PFX", _PFX).replace(b"W", _WS)
-)
-"""The fast path: every line of a block that the line path acts on, in one scan. A standard step
-line (:data:`FAST` after a launcher prefix) gives groups 1–3; any other line that may matter (the
-last group: its text after the prefix) goes through the line path. What the fast path sees, the
-line path would also act on; the converse holds for lines where, after the launcher prefix and
-blanks, the step line, timer line or ``(min, max)`` head starts the line or follows only
-``[…]`` groups (a logging prefix) and ``rank=N``. Lines shaped otherwise (e.g. ``time (ms)`` after
-free text) are seen only by the line path: such logs need ``fast=False``."""
 BROKEN = "an 'iteration N/ M |' line without 'elapsed time per iteration (ms)' (cut line?)"
 
 
@@ -203,21 +172,25 @@ class _Parser:
         for n, _rank, text in console.block_lines(data, first_line, self.bad):
             self.line(n, text)
 
-    def fast(self, data: bytes, where: int) -> None:
+    def fast(self, data: bytes, where: int, exact: bool = False) -> None:
         """The block path: one regex scan of the block (see the module docstring); rows get the
-        placeholder line number ``where``."""
-        toks = TOKENS.findall(b"\n" + data)
+        placeholder line number ``where``. ``exact``: scan with :data:`TOKENS_EXACT`."""
+        first = FIRST[exact].match(data)
+        toks = (TOKENS_EXACT if exact else TOKENS).findall(data, first.end() if first else 0)
+        if first:
+            toks.insert(0, first.groups(b""))
         if not toks:
             self._tail(data)
             return
-        other = [i for i, t in enumerate(toks) if t[3]] if any(map(_GET[3], toks)) else []
+        other = [i for i, t in enumerate(toks) if t[3]] if any(map(GET[3], toks)) else []
         a = [t for t in toks if not t[3]] if other else toks
-        if a:  # C loops only: map(float, map(itemgetter(j), a))
-            cols = np.array([array("d", map(float, map(_GET[j], a))) for j in (0, 1, 2)])
-            cols[1] /= 1000.0
+        try:
+            cols = numbers(a)
+        except ValueError:  # an elapsed time like '1.2.3': the exact scan (see NUM)
+            self.fast(data, where, exact=True)
+            return
+        if a:
             self.gbs_seen = True
-        else:
-            cols = np.empty((3, 0))
         done = 0  # A rows added so far
         for k, i in enumerate([*other, len(toks)]):
             upto = i - k  # A tokens before token i
@@ -250,9 +223,6 @@ class _Parser:
                 return
             if timers.minmax(text) is None:
                 return
-
-
-_GET = [operator.itemgetter(j) for j in range(4)]
 
 
 def eligible(data: bytes) -> bool:

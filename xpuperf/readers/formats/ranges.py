@@ -10,8 +10,12 @@ may differ from a sequential parse, so it is parsed again here, sequentially, wi
 state. A worker that fails is also replaced by a sequential parse of its range. The result
 equals one sequential pass (tests compare both).
 
-Used for files of at least :data:`PARALLEL_BYTES` when more than one CPU is free (CPUs minus the
-load average); gzip files are parsed sequentially (they cannot be entered in the middle).
+Used for files of at least :data:`PARALLEL_BYTES`; gzip files are parsed sequentially (they cannot
+be entered in the middle). How many ranges (:func:`workers_for`): one per CPU this process may use
+(at most :data:`MAX_WORKERS`) minus the CPUs that OTHER processes keep busy right now
+(:func:`busy_others`), rounded, at least 1. The load average is not used: it lags by a minute and
+counts this process's own recent work, so a process that has just been busy (a benchmark loop, a
+previous file) would see its own load and fall back to one range on an idle machine.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -31,6 +37,10 @@ PARALLEL_BYTES = 64 << 20
 """Files smaller than this (64 MiB) are parsed in one process: forking and merging would cost more
 than they save."""
 MAX_WORKERS = 4
+last_ranges = 0
+"""Ranges the latest :func:`parse` in this process used (benchmarks report which path ran)."""
+LOADAVG = Path("/proc/loadavg")
+"""Linux: load averages, then ``running/total`` tasks right now (read by :func:`busy_others`)."""
 
 
 class RangeParser(Protocol):
@@ -74,7 +84,8 @@ def split(src: Source, k: int) -> list[tuple[int, int]]:
 
 
 def workers_for(src: Source, force: int | None = None) -> int:
-    """Ranges to parse ``src`` in: 1 (sequential) unless big, uncompressed and CPUs allow."""
+    """Ranges to parse ``src`` in: 1 (sequential) unless big, uncompressed and CPUs allow (see
+    the module docstring)."""
     if force is not None:
         return max(1, force)
     if src.gzip or cpus() < 2:
@@ -87,13 +98,32 @@ def workers_for(src: Source, force: int | None = None) -> int:
 
 
 def free_cpus() -> int:
-    """CPUs not busy with other processes: ``cpus − load average (1 min)``, counting this process
-    as free (at least 1). On a shared machine extra processes only add forking and copying."""
+    """CPUs this process may use minus those other processes keep busy (:func:`busy_others`),
+    rounded, at least 1. Without ``/proc/loadavg`` (not Linux): CPUs minus the 1-minute load
+    average, counting this process as free."""
+    others = busy_others()
+    if others is None:
+        try:
+            others = max(0.0, os.getloadavg()[0] - 1.0)
+        except OSError:  # not available
+            return cpus()
+    return max(1, round(cpus() - others))
+
+
+def busy_others(samples: int = 20, gap_s: float = 0.001) -> float | None:
+    """Mean number of OTHER runnable tasks over ``samples`` readings of ``/proc/loadavg`` (its 4th
+    field, ``running/total``, counts this process too, which is running while it reads), ``gap_s``
+    apart: about 20 ms. A process that keeps a CPU busy counts 1, one busy a third of the time
+    about 1/3. None when ``/proc/loadavg`` cannot be read."""
+    total = 0
     try:
-        load = os.getloadavg()[0]
-    except OSError:  # not available
-        return cpus()
-    return max(1, round(cpus() - load) + 1)
+        for i in range(samples):
+            total += int(LOADAVG.read_bytes().split()[3].split(b"/")[0]) - 1
+            if i + 1 < samples:
+                time.sleep(gap_s)
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0, total) / samples
 
 
 def _work(new: Callable[[], Any], run: Run, src: Source, start: int, end: int) -> Any:
@@ -115,7 +145,9 @@ def parse(
     block_shift)`` appends a worker's parser to ``into`` (line numbers + ``line_shift``, its
     fast-block indices + ``block_shift``).
     """
+    global last_ranges
     ranges = split(src, k)
+    last_ranges = len(ranges)
     p = new()
     if len(ranges) == 1:
         run(p, src, 0, None, 1, True)
