@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from xpuperf import steps as st
+from xpuperf.analysis import grid as grid_mod
 from xpuperf.analysis.breakdown import decompose
 from xpuperf.analysis.grid import grid_of
 from xpuperf.analysis.jitter import analyze_jitter
@@ -22,6 +23,10 @@ from xpuperf.analysis.stragglers import find_stragglers
 from xpuperf.analysis.warmup import detect_warmup, split_warmup, warmup_finding
 from xpuperf.errors import UsageError
 from xpuperf.findings import Finding, Severity
+
+PARALLEL_ROWS = 1 << 20
+"""Tables with at least this many rows take their medians on several threads
+(:func:`xpuperf.analysis.grid.threads`)."""
 
 
 def analyze(
@@ -56,6 +61,8 @@ def analyze(
     """
     table = st.validate(table, source="step table")
     findings: list[Finding] = []
+    # blocked medians on the CPUs not busy elsewhere; small tables: one block, no threads
+    grid_mod.threads(None if len(table) >= PARALLEL_ROWS else 1)
     grid = grid_of(table)  # every rank has the same steps: the fast path (analysis/grid.py)
 
     job = job_steps(table, grid) if job is None else job
@@ -83,7 +90,8 @@ def analyze(
         base_steady = split_warmup(baseline, bw)
     breakdown, f = decompose(steady, base_steady, speedup_target=speedup_target)
     findings += f
-    findings += _quality_findings(table, read_warnings, grid is not None)
+    rank_ids = grid.ranks if grid is not None else np.sort(table["rank"].unique())
+    findings += _quality_findings(table, read_warnings, rank_ids, grid is not None)
 
     spikes = set(jitter.spike_steps) if jitter else set()
     job_out = steady_job[["step", "step_time_s", "fps"]].reset_index(drop=True)
@@ -102,7 +110,7 @@ def analyze(
     findings.sort(key=lambda x: -x.severity.rank)
     return AnalyzeResult(
         sources=list(sources),
-        summary=_summary(table, steady_job, warm),
+        summary=_summary(table, steady_job, warm, len(rank_ids)),
         warmup=warm,
         jitter=jitter,
         stragglers=stragglers,
@@ -114,10 +122,11 @@ def analyze(
     )
 
 
-def _summary(table: pd.DataFrame, steady_job: pd.DataFrame, warm: WarmupResult) -> Summary:
+def _summary(
+    table: pd.DataFrame, steady_job: pd.DataFrame, warm: WarmupResult, ranks: int
+) -> Summary:
     t = steady_job["step_time_s"].to_numpy()
     fps = steady_job["fps"].to_numpy()
-    ranks = int(pd.unique(table["rank"].to_numpy()).size)
     nodes = int(table["node"].nunique()) if "node" in table.columns else None
     thr = float(np.median(fps)) if np.isfinite(fps).all() and len(fps) else None
     return Summary(
@@ -137,8 +146,12 @@ def _summary(table: pd.DataFrame, steady_job: pd.DataFrame, warm: WarmupResult) 
 
 
 def _quality_findings(
-    table: pd.DataFrame, read_warnings: Sequence[str], rectangular: bool = False
+    table: pd.DataFrame,
+    read_warnings: Sequence[str],
+    ranks: np.ndarray,
+    rectangular: bool = False,
 ) -> list[Finding]:
+    """XP401–XP403; ``ranks``: the distinct ranks of ``table``, increasing."""
     out: list[Finding] = []
     if read_warnings:
         out.append(
@@ -150,7 +163,6 @@ def _quality_findings(
                 {"warnings": list(read_warnings)},
             )
         )
-    ranks = np.sort(table["rank"].unique())
     missing = sorted(set(range(int(ranks.max()) + 1)) - set(ranks.tolist()))
     if missing:
         shown = ", ".join(map(str, missing[:10])) + (" …" if len(missing) > 10 else "")

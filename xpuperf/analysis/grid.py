@@ -12,19 +12,63 @@ Tables with ragged ranks (a rank missing steps, a truncated log) take the genera
 test ``tests/analysis/test_grid.py`` compares both paths on a synthetic run.
 
 Medians over a matrix axis are taken in blocks (:data:`BLOCK` values at a time) so that the
-copy :func:`numpy.partition` makes stays small whatever the table size.
+copy :func:`numpy.partition` makes stays small whatever the table size. Independent blocks run on
+:func:`threads` worker threads (numpy releases the GIL in partition, sort and reductions): with
+``k > 1`` threads each block holds ``BLOCK / 4k`` values (:func:`block_values`), so the memory in
+flight is a quarter of one thread's. Each block's reduction is exact and independent of the
+others and of the block size (per row, or per column, over the same values in the same order),
+so the numbers are the same with one thread or several (``tests/analysis/test_speed_paths.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextvars
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 
 BLOCK = 1 << 22
-"""Values per block when a reduction copies its input (4 Mi values = 32 MiB of float64)."""
+"""Values per block when a reduction copies its input (4 Mi values = 32 MiB of float64); with
+several threads the blocks are smaller (:func:`block_values`)."""
+_threads = 1
+T = TypeVar("T")
+
+
+def threads(n: int | None = None) -> int:
+    """Set (``n``) or plan (None) the worker threads of the blocked reductions; returns the count.
+
+    None applies the rule of the text reader (:func:`xpuperf.readers.formats.ranges.free_cpus`):
+    the CPUs this process may use minus those other processes keep busy right now, at least 1.
+    :func:`xpuperf.analysis.analyze` plans once per run; the count stays until set again.
+    """
+    global _threads
+    if n is None:
+        from xpuperf.readers.formats.ranges import cpus, free_cpus
+
+        n = min(cpus(), free_cpus())
+    _threads = max(1, int(n))
+    return _threads
+
+
+def run_blocks(fn: Callable[[int], T], starts: Sequence[int]) -> list[T]:
+    """``[fn(s) for s in starts]``, on up to :func:`threads` threads, results in order. Each call
+    runs in a copy of the caller's context, so ``np.errstate`` applies in the threads too."""
+    if _threads <= 1 or len(starts) <= 1:
+        return [fn(s) for s in starts]
+    calls = [(contextvars.copy_context(), s) for s in starts]
+    with ThreadPoolExecutor(min(_threads, len(starts))) as pool:
+        return list(pool.map(lambda c: c[0].run(fn, c[1]), calls))
+
+
+def block_values() -> int:
+    """Values one block may hold: :data:`BLOCK`, or with ``k > 1`` threads ``BLOCK / 4k`` — about
+    4 blocks per thread for a matrix of BLOCK values, so that a thread slowed down by another
+    process leaves the others blocks to take (the threads take them as they finish)."""
+    return BLOCK if _threads <= 1 else max(1, BLOCK // (4 * _threads))
 
 
 class Derived:
@@ -183,30 +227,32 @@ def by_columns(
     """``fn(a[rows][:, block])`` over blocks of columns, concatenated along the last axis.
 
     For per-column reductions (``fn`` maps (n, k) to (..., k)), e.g. a median over ranks per step:
-    the same numbers as ``fn(a[rows])`` with at most :data:`BLOCK` values copied at a time.
+    the same numbers as ``fn(a[rows])`` with at most :data:`BLOCK` values copied at a time (over
+    all threads; blocks run on :func:`threads` threads).
     """
     n, m = a.shape
     nr = n if rows is None else len(rows)
-    width = max(1, BLOCK // max(nr, 1))
+    width = max(1, block_values() // max(nr, 1))
     if m <= width and rows is None:
         return fn(np.asarray(a))
-    parts = []
-    for j in range(0, m, width):
-        blk = a[:, j : j + width]
-        parts.append(fn(blk if rows is None else blk[rows]))
-    if not parts:  # no columns
+    if m == 0:  # no columns
         return fn(np.asarray(a) if rows is None else a[rows])
-    return np.concatenate(parts, axis=-1)
+
+    def one(j: int) -> np.ndarray:
+        blk = a[:, j : j + width]
+        return fn(blk if rows is None else blk[rows])
+
+    return np.concatenate(run_blocks(one, range(0, m, width)), axis=-1)
 
 
 def by_rows(a: np.ndarray | Derived, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     """``fn(a[block])`` over blocks of rows, concatenated: for per-row reductions (median over
-    steps per rank) with at most :data:`BLOCK` values copied at a time."""
+    steps per rank) with at most :data:`BLOCK` values copied at a time (over all threads)."""
     n, m = a.shape
-    height = max(1, BLOCK // max(m, 1))
+    height = max(1, block_values() // max(m, 1))
     if n <= height:
         return fn(np.asarray(a))
-    return np.concatenate([fn(a[i : i + height]) for i in range(0, n, height)])
+    return np.concatenate(run_blocks(lambda i: fn(a[i : i + height]), range(0, n, height)))
 
 
 def median_cols(a: np.ndarray | Derived, rows: np.ndarray | None = None) -> np.ndarray:

@@ -42,6 +42,8 @@ from xpuperf.analysis.grid import (
     median_cols,
     median_rows,
 )
+from xpuperf.analysis.loo import log_ratio
+from xpuperf.analysis.loo import loo_median as _loo_median  # noqa: F401  (tests import it here)
 from xpuperf.analysis.results import Straggler, StragglerResult
 from xpuperf.analysis.straggler_findings import det_finding, none_finding, random_finding
 from xpuperf.findings import Finding, Severity
@@ -137,47 +139,17 @@ def _build_grid(g: Grid) -> tuple[_Run, str]:
     return run, source
 
 
-def _loo_median(w: np.ndarray) -> np.ndarray:
-    """Per (rank, step): median over the *other* ranks of that step, shape of ``w`` (n ≥ 2).
-
-    Removing a value v from a sorted column shifts the middle order statistics by one when v lies
-    at or below them; tied values leave the same multiset, so comparing values suffices.
-    """
-    n = w.shape[0]
-    j = (n - 1) // 2
-    kth = [j, j + 1] if n % 2 == 0 else [j - 1, j, j + 1]
-    srt = np.partition(np.ascontiguousarray(w.T), kth, axis=1).T  # only rows kth are sorted
-    if n % 2 == 0:  # n − 1 others: their middle one
-        return np.where(w <= srt[j], srt[j + 1], srt[j])
-    a = np.where(w <= srt[j - 1], srt[j], srt[j - 1])  # n − 1 others, even: mean of middle two
-    return 0.5 * (a + np.where(w <= srt[j], srt[j + 1], srt[j]))
-
-
-def _log_ratio(w: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
-    """``out[rows] = log(w[rows] / _loo_median(w[rows]))``, in blocks of steps (the copies and
-    temporaries stay small whatever the table size)."""
-    width = max(1, BLOCK // (8 * max(len(rows), 1)))
-    whole = len(rows) == len(w)
-    for a in range(0, w.shape[1], width):
-        blk = w[:, a : a + width] if whole else w[rows, a : a + width]
-        res = np.log(blk / _loo_median(blk))
-        if whole:
-            out[:, a : a + width] = res
-        else:
-            out[rows, a : a + width] = res
-
-
 def _test(
-    w: np.ndarray, healthy: np.ndarray, ref_step: np.ndarray, threshold: float, only=None
-) -> tuple[dict[int, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
-    """``(log q of the tested rows, slowdown, tested rows, one-sided Wilcoxon p)``; q vs the
-    other healthy ranks. Only the tested rows' log q is kept (row → (m,) array): the (n, m)
-    matrix is freed on return."""
+    w: np.ndarray, healthy: np.ndarray, threshold: float, only=None
+) -> tuple[dict[int, np.ndarray], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(log q of the tested rows, slowdown, tested rows, one-sided Wilcoxon p, reference)``; q
+    vs the other healthy ranks; reference: the healthy ranks' median work per step, (m,), which
+    is also the yardstick of the ranks that are not healthy. Only the tested rows' log q is kept
+    (row → (m,) array): the (n, m) matrix is freed on return."""
     h = np.flatnonzero(healthy)
     with np.errstate(divide="ignore", invalid="ignore"):
         logq = np.empty(w.shape) if h.size == len(w) else np.zeros(w.shape)
-        if h.size >= 2:
-            _log_ratio(w, h, logq)
+        ref_step = log_ratio(w, h, logq) if h.size >= 2 else median_cols(w, h)
         if h.size < len(w):
             logq[~healthy] = np.log(w[~healthy] / ref_step)
     slowdown = np.expm1(median_rows(logq))
@@ -187,7 +159,7 @@ def _test(
     del logq
     if cand.size:
         pvals[cand] = stats.wilcoxon(tested, alternative="greater", axis=1).pvalue
-    return dict(zip(cand.tolist(), tested, strict=True)), slowdown, cand, pvals
+    return dict(zip(cand.tolist(), tested, strict=True)), slowdown, cand, pvals, ref_step
 
 
 def find_stragglers(
@@ -214,9 +186,9 @@ def find_stragglers(
         ``(StragglerResult, findings)``: XP101 per straggling rank, XP102 per straggling node,
         XP103 random stragglers, XP104 no straggler, XP105 only step time known (weak signal),
         XP405 fewer than 5 common steps (no verdict, ``stragglers`` empty, sync cost NaN); a
-        single rank gets no finding at all (nobody waits for it). ``per_rank.slowdown`` is vs
-        the median of the other healthy ranks; ``slowest_share`` is among the healthy ranks
-        (NaN for deterministic stragglers).
+        single rank gets no finding at all, not even XP105 (nobody waits for it).
+        ``per_rank.slowdown`` is vs the median of the other healthy ranks; ``slowest_share`` is
+        among the healthy ranks (NaN for deterministic stragglers).
 
     About 1 s for 1024 ranks × 2000 steps (vectorised; bootstrap only for flagged ranks).
     Sources: score as NVIDIA resiliency-ext (reference median / rank median); cost like
@@ -232,7 +204,7 @@ def find_stragglers(
     w = run.work
     n, m = w.shape
     findings: list[Finding] = []
-    if source == "step_time":
+    if source == "step_time" and n >= MIN_RANKS:  # one rank: nothing to compare, no signal
         msg = (
             "straggler signal weak: only step time per rank is known, and synchronous collectives "
             "equalise it, so a slow rank hides behind the others' waiting; log per-rank compute_s "
@@ -277,17 +249,17 @@ def find_stragglers(
     # Deterministic: effect size AND significance, tested only where the effect is large enough.
     # Pass 2 re-measures against the healthy ranks only (flagged ranks and nodes leave the
     # reference median); it never adds ranks, so a spread of speeds cannot cascade.
+    # ref_step: the healthy median rank's work per step
     healthy = np.ones(n, bool)
-    logq, slowdown, cand, pvals = _test(w, healthy, np.zeros(0), threshold)
+    logq, slowdown, cand, pvals, ref_step = _test(w, healthy, threshold)
     flagged = cand[pvals[cand] < (1.0 - confidence) / n]
     groups = _group_by_node(flagged, run.nodes)
     for _, idx, _ in groups:
         healthy[idx] = False
     rows = None if healthy.all() else np.flatnonzero(healthy)
-    ref_step = median_cols(w, rows)  # the healthy median rank's work per step
     if groups:
         logq = {}  # free pass 1's rows before pass 2 builds its own
-        logq, slowdown, _, pv2 = _test(w, healthy, ref_step, threshold, flagged)
+        logq, slowdown, _, pv2, ref_step = _test(w, healthy, threshold, flagged)
         pvals[flagged] = pv2[flagged]
     per_rank["slowdown"] = slowdown
     # .copy(): a view would keep each block's partitioned copy alive
@@ -305,8 +277,9 @@ def find_stragglers(
     ctx.update(confidence=confidence, seed=seed, threshold=threshold)
     stragglers = [_entry(run, g, ctx) for g in groups]
     stragglers.sort(key=lambda s: -s.cost_fraction)
-    h_max = by_columns(w, lambda x: x.max(axis=0), rows)
-    saved_all = w.max(axis=0) - np.maximum(h_max, ref_step)
+    # over all ranks when all are healthy: the maxima and argmax above
+    h_max = ctx["max1"] if rows is None else by_columns(w, lambda x: x.max(axis=0), rows)
+    saved_all = ctx["max1"] - np.maximum(h_max, ref_step)
     extra = {"reference_work_s": float(np.median(med_work[healthy])), "threshold": threshold}
     extra |= {"cost_fraction_all_deterministic": float(saved_all.sum()) / ctx["total_t"]}
     extra |= {"n_deterministic": len(groups)}
@@ -315,7 +288,8 @@ def find_stragglers(
 
     # Random stragglers among the healthy ranks.
     nh = int(healthy.sum())
-    slowest = np.bincount(by_columns(w, lambda x: np.argmax(x, axis=0), rows), minlength=nh)
+    h_arg = ctx["argmax"] if rows is None else by_columns(w, lambda x: np.argmax(x, axis=0), rows)
+    slowest = np.bincount(h_arg, minlength=nh)
     share = slowest / m
     per_rank.loc[healthy, "slowest_share"] = share
     gap = h_max - ref_step

@@ -299,7 +299,7 @@ def assign_ranks(parts: list[Part]) -> None:
         p.drop(~_integral(p.df["rank"].to_numpy(), nonneg=True), BAD_RANK)
     owner: dict[int, Part] = {}
     for p in parts:
-        for r in pd.unique(p.df["rank"].to_numpy()):
+        for r in _distinct(p.df["rank"].to_numpy()):
             other = owner.setdefault(int(r), p)
             if other is not p:
                 raise InputError(
@@ -312,6 +312,17 @@ def assign_ranks(parts: list[Part]) -> None:
                         else ""
                     )
                 )
+
+
+def _distinct(v: np.ndarray) -> np.ndarray:
+    """``pd.unique(v)`` (first-appearance order), hashing only the first value of each run of
+    equal values: a file's rows usually come rank by rank."""
+    if len(v) < 2:
+        return pd.unique(v)
+    starts = np.empty(len(v), dtype=bool)
+    starts[0] = True
+    np.not_equal(v[1:], v[:-1], out=starts[1:])
+    return pd.unique(v[starts])
 
 
 def _node_order(parts: list[Part]) -> dict[str, int]:

@@ -197,12 +197,14 @@ def _note_phase_excess(p: Part) -> None:
     over = np.empty(len(df), dtype=bool)
     for i in range(0, len(df), CHUNK):  # chunks: the sums' temporaries stay small
         k = slice(i, i + CHUNK)
+        # phase times are >= 0 or NaN here (finish() dropped negative ones and made infinite
+        # ones NaN), so fmax(x, 0) is x with NaN as 0, in one pass
         if len(comp) > 1:
             total = np.nan_to_num(np.nansum([a[k] for a in comp], axis=0))
         else:
-            total = np.nan_to_num(comp[0][k]) if comp else np.zeros(len(step_t[k]))
+            total = np.fmax(comp[0][k], 0.0) if comp else np.zeros(len(step_t[k]))
         for a in rest:
-            total = total + np.nan_to_num(a[k])
+            total += np.fmax(a[k], 0.0)
         over[k] = total > step_t[k] * (1.0 + PHASE_SLACK)
     if over.any():
         first = int(df.index[int(np.argmax(over))])

@@ -2,7 +2,8 @@
 
 Each reader loads only the columns that match a known name (:mod:`xpuperf.readers.columns`).
 
-CSV/TSV: the first non-empty line is the header. The fast path is ``pyarrow.csv`` (multi-threaded)
+CSV/TSV: the first non-empty line is the header. The fast path is ``pyarrow.csv`` (multi-threaded:
+a plain file is parsed in chunks on all cores, :mod:`xpuperf.readers.csvchunks`)
 with numeric fields read as float64; rows with the wrong number of fields are skipped by the parser
 and counted. A field whose values are not all numbers is re-read as text and checked later. Text
 that is not UTF-8 (or any other parser failure) falls back to a line-by-line reader that keeps
@@ -21,21 +22,19 @@ from __future__ import annotations
 import json
 import re
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from xpuperf.errors import InputError
 from xpuperf.readers import columns as colmod
 from xpuperf.readers import lines as ln
-from xpuperf.readers import progress
-from xpuperf.readers.arrowcols import Columns
 from xpuperf.readers.base import Drop, Format, RawTable, Source
+from xpuperf.readers.csvchunks import stream_csv
 
 _CSV_COLUMN_ERROR = re.compile(r"In CSV column #(\d+)")
 
@@ -121,7 +120,7 @@ def _read_delimited(src: Source, delimiter: str) -> RawTable:
     for _ in range(len(wanted) + 1):
         hits.clear()
         try:
-            frame = _stream_csv(src, delimiter, names, hidx + 1, wanted, types, on_invalid)
+            frame = stream_csv(src, delimiter, names, hidx + 1, wanted, types, on_invalid)
             break
         except pa.ArrowInvalid as exc:
             # a value that is not a number: read that column as text (checked later) and retry
@@ -141,46 +140,6 @@ def _read_delimited(src: Source, delimiter: str) -> RawTable:
         locate.ragged = Drop(f"wrong number of fields (header has {len(names)})", len(hits), None)
         drops.append(locate.ragged)
     return RawTable(frame, locate=locate, unit="line", drops=drops, columns=names)
-
-
-def _stream_csv(
-    src: Source,
-    delimiter: str,
-    names: list[str],
-    skip: int,
-    wanted: list[str],
-    types: dict[str, pa.DataType],
-    on_invalid: Callable[[object], str],
-) -> pd.DataFrame | None:
-    """Read the wanted columns batch by batch into a DataFrame; None when a column came out
-    binary (text that is not UTF-8: the caller reads the file line by line instead).
-
-    Memory stays near the size of the result: each batch is copied into the final numpy
-    columns and released before the next is parsed (:class:`xpuperf.readers.arrowcols.Columns`);
-    the Arrow batches and the frame are never held together.
-    """
-    with src.arrow_stream() as stream:
-        reader = pacsv.open_csv(
-            stream,
-            read_options=pacsv.ReadOptions(column_names=names, skip_rows=skip),
-            parse_options=pacsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid),
-            convert_options=pacsv.ConvertOptions(
-                include_columns=wanted,
-                column_types=types,
-                strings_can_be_null=True,
-                quoted_strings_can_be_null=True,
-            ),
-        )
-        if any(pa.types.is_binary(t) for t in reader.schema.types):
-            return None
-        # rows <= bytes / fields: every row has fields − 1 delimiters and a line end
-        cap = None if src.gzip else src.path.stat().st_size // max(len(names), 1) + 2
-        cols = Columns(reader.schema, cap)
-        for batch in reader:
-            cols.add(batch)
-            if not src.gzip:
-                progress.advance_bytes(src.path, stream.tell())
-        return cols.frame()
 
 
 def _read_delimited_slow(src: Source, delimiter: str, wanted: Sequence[str]) -> RawTable:

@@ -1,0 +1,157 @@
+"""CSV text → numpy columns: chunks parsed on all cores, or pyarrow's streaming reader.
+
+The sink of the generic CSV/TSV reader (:mod:`xpuperf.readers.generic`): the wanted columns of a
+delimited file, read with the options the caller worked out (names, types, the invalid-row
+handler), into a DataFrame whose float64 columns were filled in place
+(:class:`xpuperf.readers.arrowcols.Columns`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from xpuperf.readers import progress
+from xpuperf.readers.arrowcols import Columns
+from xpuperf.readers.base import Source
+
+CHUNK_BYTES = 8 << 20
+"""Bytes per chunk of the chunked CSV path (8 MiB: two chunks in flight stay small)."""
+
+
+def stream_csv(
+    src: Source,
+    delimiter: str,
+    names: list[str],
+    skip: int,
+    wanted: list[str],
+    types: dict[str, pa.DataType],
+    on_invalid: Callable[[object], str],
+) -> pd.DataFrame | None:
+    """Read the wanted columns into a DataFrame; None when a column came out binary (text that
+    is not UTF-8: the caller reads the file line by line instead).
+
+    Memory stays near the size of the result: each parsed piece is copied into the final numpy
+    columns and released before the next but one is parsed
+    (:class:`xpuperf.readers.arrowcols.Columns`); the Arrow data and the frame are never held
+    together.
+
+    Two ways, the same rows and values: a plain file whose columns all have a given type is cut
+    into chunks of :data:`CHUNK_BYTES` after a newline and each chunk parsed by
+    ``pyarrow.csv.read_csv`` on all cores, the next chunk parsed while the previous one is copied
+    (:func:`_read_chunks`); from the first chunk that holds a double quote (a quoted field may
+    hold a newline, so a cut could split a row) to the end of the file, and for gzip files and
+    columns whose type is inferred, pyarrow's streaming reader (one core) reads instead.
+    """
+    parse = pacsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid)
+    convert = pacsv.ConvertOptions(
+        include_columns=wanted,
+        column_types=types,
+        strings_can_be_null=True,
+        quoted_strings_can_be_null=True,
+    )
+    # rows <= bytes / fields: every row has fields − 1 delimiters and a line end
+    cap = None if src.gzip else src.path.stat().st_size // max(len(names), 1) + 2
+    start = None if src.gzip or set(wanted) - set(types) else _data_start(src, skip)
+    cols, rest = (
+        (None, None) if start is None else _read_chunks(src, start, names, parse, convert, cap)
+    )
+    if rest is None and cols is not None:
+        return cols.frame()
+    resume = rest is not None and rest != start  # chunks were read: stream the rest
+    with pa.OSFile(str(src.path)) if resume else src.arrow_stream() as stream:
+        if resume:
+            stream.seek(rest)
+        reader = pacsv.open_csv(
+            stream,
+            read_options=pacsv.ReadOptions(column_names=names, skip_rows=0 if resume else skip),
+            parse_options=parse,
+            convert_options=convert,
+        )
+        if any(pa.types.is_binary(t) for t in reader.schema.types):
+            return None
+        cols = cols or Columns(reader.schema, cap)
+        for batch in reader:
+            cols.add(batch)
+            if not src.gzip:
+                progress.advance_bytes(src.path, stream.tell())
+        return cols.frame()
+
+
+def _data_start(src: Source, skip: int) -> int | None:
+    """Byte offset of the line after the first ``skip`` lines, found in the head; None when the
+    head does not reach it or one of those lines has an odd number of double quotes (a quoted
+    field that goes on past the newline: lines and CSV rows may differ)."""
+    pos = 0
+    for _ in range(skip):
+        nl = src.head.find(b"\n", pos)
+        if nl < 0 or src.head.count(b'"', pos, nl) % 2:
+            return None
+        pos = nl + 1
+    return pos
+
+
+def _read_chunks(
+    src: Source,
+    start: int,
+    names: list[str],
+    parse: pacsv.ParseOptions,
+    convert: pacsv.ConvertOptions,
+    cap: int | None,
+) -> tuple[Columns | None, int | None]:
+    """Parse the plain file ``src`` from byte ``start`` in chunks cut after a newline.
+
+    Returns ``(columns, resume)``: ``resume`` is None when the file was read to its end, else the
+    byte offset of the first chunk not read (it holds a double quote, or a line longer than a
+    chunk): the streaming reader reads from there. ``columns`` is None when no chunk was read.
+    Two buffers alternate: chunk k + 1 is read and parsed (pyarrow, GIL released, on a second
+    thread) while the rows of chunk k are copied.
+    """
+    read = pacsv.ReadOptions(column_names=names)
+    size = min(CHUNK_BYTES, max(1, src.path.stat().st_size - start + 1))  # + 1: EOF is seen
+    bufs = [bytearray(size), bytearray(size)]
+    cols: Columns | None = None
+
+    def parse_chunk(view: memoryview) -> pa.Table:
+        return pacsv.read_csv(
+            pa.BufferReader(pa.py_buffer(view)),
+            read_options=read,
+            parse_options=parse,
+            convert_options=convert,
+        )
+
+    def take(table: pa.Table) -> None:
+        nonlocal cols
+        cols = cols or Columns(table.schema, cap)
+        for batch in table.to_batches():
+            cols.add(batch)
+
+    finished = False
+    with src.path.open("rb") as f, ThreadPoolExecutor(1) as pool:
+        f.seek(start)
+        pos, carry, k, pending = start, 0, 0, None  # pos: file offset of the buffer's byte 0
+        while not finished:
+            buf = bufs[k % 2]
+            n = carry + f.readinto(memoryview(buf)[carry:])  # fills the buffer unless at EOF
+            finished = n < size
+            end = n if finished else buf.rfind(b"\n", 0, n) + 1
+            if n == 0:
+                break
+            if end == 0 or buf.find(b'"', 0, end) >= 0:
+                finished = False  # a line longer than a chunk, or quotes: the streaming
+                break  # reader goes on from pos
+            nxt = pool.submit(parse_chunk, memoryview(buf)[:end])
+            if pending is not None:
+                take(pending.result())  # chunk k − 1, parsed while chunk k was read
+            pending, k = nxt, k + 1
+            carry = n - end  # an unfinished line: to the front of the other buffer
+            bufs[k % 2][:carry] = buf[end:n]
+            pos += end
+            progress.advance_bytes(src.path, pos)
+        if pending is not None:
+            take(pending.result())
+    return cols, None if finished and cols is not None else pos
