@@ -173,3 +173,26 @@ def t_lines(p: Path) -> bytes:
     parser = megatron._Parser()
     parser.fast(p.read_bytes(), -1)
     return parser.rows.lines.tobytes()
+
+
+def test_timers_after_a_step_line_at_a_range_border_are_kept(tmp_path: Path) -> None:
+    # a break-it pass: a byte-range cut right after an iteration line left the worker of the
+    # next range with no row for the timer line that follows, so set_last() dropped it (NaN
+    # forward/backward/optimizer for one step per border, exit 0, and the result depended on
+    # how many CPUs were free). Every step here has a timer line and a (min, max) block.
+    lines = []
+    for i in range(1, 2001):
+        lines.append(step(i, f"1000.{i % 10}"))
+        lines.append(f"time (ms) | forward-compute: 300.{i % 7} | backward-compute: 600.5 | "
+                     "optimizer: 50.0")  # fmt: skip
+        if i % 3 == 0:
+            lines.append("(min, max) time across ranks (ms):")
+            lines.append(
+                f"    forward-compute ................................: (290.0, 31{i % 10}.0)"
+            )
+    path = write(tmp_path, lines)
+    seq = megatron.read(src_of(path), workers=1).frame
+    assert seq["forward_s"].notna().all()
+    for k in (2, 3, 4, 5):
+        par = megatron.read(src_of(path), workers=k).frame
+        pd.testing.assert_frame_equal(par, seq)

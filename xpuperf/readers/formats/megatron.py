@@ -101,6 +101,9 @@ class _Parser:
         self.gbs_seen = False
         self.done: list[tuple[int, int, int, int]] = []  # fast blocks: offset, length, line, row
         self.next_line = 1  # number of the line after the last one parsed
+        # cells for the row before this byte range (timers after the step line that ended the
+        # previous range): applied to that row when the ranges are merged (_merge)
+        self.orphans: list[dict[str, float]] = []
 
     def clean(self) -> bool:
         """No state carries over to the next line (the fast path may start here)."""
@@ -115,7 +118,7 @@ class _Parser:
                 name, lo, hi = mm
                 ph = timers.phases({name: hi})
                 if ph:
-                    rows.set_last(**ph)
+                    self._set_last(ph)
                 if lo > 0 and name in ("forward-compute", "backward-compute"):
                     self.spread.append(hi / lo)
                 return
@@ -161,11 +164,16 @@ class _Parser:
             t = timers.pairs(text)
             k = timers.kind(t)
             if k == "megatron":
-                rows.set_last(**timers.phases(t))
+                self._set_last(timers.phases(t))
             elif (k == "deepspeed" or self.pending_kind != "deepspeed") and not any(
                 x.endswith("_microstep") for x in t
             ):
                 self.pending, self.pending_kind = timers.phases(t), k
+
+    def _set_last(self, values: dict[str, float]) -> None:
+        """Timer cells for the last row; kept in :attr:`orphans` while there is none yet."""
+        if not self.rows.set_last(**values):
+            self.orphans.append(values)
 
     def lines(self, data: bytes, first_line: int) -> None:
         """The line path over one block."""
@@ -262,6 +270,8 @@ def _run(
 
 def _merge(p: _Parser, part: _Parser, line_shift: int, block_shift: int) -> None:
     """Append a worker's parse of the next byte range (see :mod:`.ranges`)."""
+    for values in part.orphans:  # as a sequential pass: onto the row that ended our range
+        p._set_last(values)
     rows_before = len(p.rows)
     lines = np.frombuffer(part.rows.lines, dtype=np.int64)
     p.rows.append_rows(part.rows, ranges.shift_lines(lines, line_shift, block_shift))
