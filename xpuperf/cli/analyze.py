@@ -112,12 +112,10 @@ def analyze(
         )
     inputs = [*logs, *([baseline] if baseline else [])]
     existing = [p for p in inputs if Path(p).exists() or glob.has_magic(p)]
-    for flag, out in (("--json", json_out), ("--html", html_out), ("--markdown", md_out)):
-        if out is not None and not out.strip():
-            raise UsageError(f"{flag} path is empty; give a file name")
+    to_stdout = stdout_outputs(json=json_out, html=html_out, markdown=md_out)  # also blank paths
+    for out in (json_out, html_out, md_out):
         if out and out != "-":
             check_not_input(out, existing)
-    to_stdout = stdout_outputs(json=json_out, html=html_out, markdown=md_out)
     dataset = dataset_input(logs, engine, scheduler)  # `xpuperf ingest` output: an engine reads it
     if dataset is not None and world_size is not None:
         raise UsageError(
