@@ -102,8 +102,9 @@ class _Parser:
         self.done: list[tuple[int, int, int, int]] = []  # fast blocks: offset, length, line, row
         self.next_line = 1  # number of the line after the last one parsed
         # cells for the row before this byte range (timers after the step line that ended the
-        # previous range): applied to that row when the ranges are merged (_merge)
-        self.orphans: list[dict[str, float]] = []
+        # previous range), later values over earlier ones as on one row: applied to that row
+        # when the ranges are merged (_merge); one dict, so memory stays bounded
+        self.orphans: dict[str, float] = {}
 
     def clean(self) -> bool:
         """No state carries over to the next line (the fast path may start here)."""
@@ -173,7 +174,7 @@ class _Parser:
     def _set_last(self, values: dict[str, float]) -> None:
         """Timer cells for the last row; kept in :attr:`orphans` while there is none yet."""
         if not self.rows.set_last(**values):
-            self.orphans.append(values)
+            self.orphans.update(values)
 
     def lines(self, data: bytes, first_line: int) -> None:
         """The line path over one block."""
@@ -270,8 +271,8 @@ def _run(
 
 def _merge(p: _Parser, part: _Parser, line_shift: int, block_shift: int) -> None:
     """Append a worker's parse of the next byte range (see :mod:`.ranges`)."""
-    for values in part.orphans:  # as a sequential pass: onto the row that ended our range
-        p._set_last(values)
+    if part.orphans:  # as a sequential pass: onto the row that ended our range
+        p._set_last(part.orphans)
     rows_before = len(p.rows)
     lines = np.frombuffer(part.rows.lines, dtype=np.int64)
     p.rows.append_rows(part.rows, ranges.shift_lines(lines, line_shift, block_shift))
