@@ -121,6 +121,36 @@ def test_not_a_number_block_takes_the_exact_scan(tmp_path: Path) -> None:
     assert len(parser.rows) == 2
 
 
+def test_minmax_timer_name_scan_equals_the_backtracking_form() -> None:
+    """The scan's possessive timer-line name (megatron_scan._O) accepts exactly the lines the
+    backtracking form of timers.MINMAX accepts: random lines over the characters that matter."""
+    import re
+
+    from xpuperf.readers.formats import megatron_scan
+
+    tail = megatron_scan._O.split(b"(?:\\nPFX")[1].split(b":[^\\n]*)+")[0]
+    ws = megatron_scan._WS
+    new = re.compile(tail.replace(b"W", ws) + b":")
+    old = re.compile((rb"(?:W)+[A-Za-z](?:[\w\- ]*[\w\-])?W*\.{2,}:").replace(b"W", ws))
+    rng = random.Random(11)
+    agree = accepted = 0
+    for _ in range(20_000):
+        parts = [
+            rng.choice([b" ", b"  ", b"\t", b""]),
+            rng.choice([b"a", b"Z", b"9", b"-", b" "]),
+            bytes(rng.choice(b"  \tab-_9.") for _ in range(rng.randrange(0, 10))),
+            rng.choice([b"", b" ", b"\t ", b"  "]),
+            b"." * rng.randrange(0, 4),
+            rng.choice([b":", b"", b" :"]),
+        ]
+        line = b"".join(parts)
+        a, b = old.match(line), new.match(line)
+        assert (a and a.end()) == (b and b.end()), line
+        agree += 1
+        accepted += a is not None
+    assert agree == 20_000 and accepted > 200  # both kinds of line were tried
+
+
 def test_newlines_counts_like_bytes_count() -> None:
     rng = random.Random(3)
     for n in (0, 1, 4095, 4096, 4097, 100_000):
