@@ -133,7 +133,7 @@ def test_minmax_timer_name_scan_equals_the_backtracking_form() -> None:
     new = re.compile(tail.replace(b"W", ws) + b":")
     old = re.compile((rb"(?:W)+[A-Za-z](?:[\w\- ]*[\w\-])?W*\.{2,}:").replace(b"W", ws))
     rng = random.Random(11)
-    agree = accepted = 0
+    accepted = 0
     for _ in range(20_000):
         parts = [
             rng.choice([b" ", b"  ", b"\t", b""]),
@@ -146,9 +146,8 @@ def test_minmax_timer_name_scan_equals_the_backtracking_form() -> None:
         line = b"".join(parts)
         a, b = old.match(line), new.match(line)
         assert (a and a.end()) == (b and b.end()), line
-        agree += 1
         accepted += a is not None
-    assert agree == 20_000 and accepted > 200  # both kinds of line were tried
+    assert accepted > 200  # both kinds of line were tried
 
 
 def test_newlines_counts_like_bytes_count() -> None:
