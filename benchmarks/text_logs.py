@@ -33,6 +33,7 @@ import random
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -290,6 +291,13 @@ def docs_section(r: dict) -> str:
             else " (both cores used, but shared with other processes during the runs)."
         )
     )
+    pr = sorted(r.get("paired", []))
+    if pr:
+        target += (
+            f" Round by round (each plain run over the xpuperf run just before it): "
+            f"{', '.join(f'{v:.2f}×' for v in r['paired'])}; median {statistics.median(pr):.2f}×, "
+            f"{sum(v >= 3 for v in pr)} of {len(pr)} rounds ≥ 3×."
+        )
     how = (
         "- Where the time goes (one core, `cProfile`): the block scan (one `re.findall` of "
         "`megatron_scan.TOKENS` per block) about 60 %, the bulk float conversion about 10 %, "
@@ -369,7 +377,7 @@ def main() -> None:
             "machine": machine(),
         }
         for name in ("xpuperf", "plain"):
-            r[name] = {"secs": float("inf"), "rows": 0}
+            r[name] = {"secs": float("inf"), "rows": 0, "all": []}
         from xpuperf.readers.formats import ranges
 
         for _ in range(args.repeat):  # interleaved: load from other processes hits both alike
@@ -380,10 +388,13 @@ def main() -> None:
                 used = ranges.last_ranges if name == "xpuperf" else 1
                 print(f"{name}: {secs:.2f} s, {rows:,} rows, {used} process(es); other "
                       f"processes kept {others:.1f} CPUs busy", flush=True)  # fmt: skip
+                r[name]["all"].append(secs)
                 if secs < r[name]["secs"]:
                     r[name].update(secs=secs, rows=rows, procs=used, others=others)
         for name in ("xpuperf", "plain"):
             r[name]["mbps"] = size_mb / r[name]["secs"]
+        # each round's plain time over the xpuperf time just before it (same moment's load)
+        r["paired"] = [b / a for a, b in zip(r["xpuperf"]["all"], r["plain"]["all"], strict=True)]
         r["load"] = os.getloadavg()[1]  # 5-minute load average over the timed runs
         if r["xpuperf"]["rows"] != r["plain"]["rows"]:
             print("WARNING: the two readers found different row counts", file=sys.stderr)
