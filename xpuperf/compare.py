@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import mannwhitneyu
 
 from xpuperf import __version__
 from xpuperf.analysis.results import AnalyzeResult
@@ -219,6 +218,8 @@ def _metric(
     sb = getattr(base, col) if col else None
     sc = getattr(cur, col) if col else None
     if sb is not None and sc is not None and min(len(sb), len(sc)) >= 3:
+        from scipy.stats import mannwhitneyu  # on use: keeps scipy out of start-up
+
         m.p_value = float(mannwhitneyu(sb, sc, alternative="two-sided").pvalue)
         m.ci = _bootstrap_ci(sb, sc)
         if worsening is not None and m.p_value < alpha and abs(worsening) >= eff:

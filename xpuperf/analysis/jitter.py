@@ -24,7 +24,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from xpuperf.analysis import periodicity as _per
 from xpuperf.analysis.results import ChangePoint, JitterResult
@@ -188,6 +187,8 @@ def _test_split(y: np.ndarray, a: int, t: int, b: int, min_change: float) -> tup
     change = (after - before) / before if before > 0 else 0.0
     if abs(change) < min_change:
         return change, 1.0
+    from scipy import stats  # on use: keeps scipy out of start-up
+
     return change, float(stats.mannwhitneyu(y[a:t], y[t:b], alternative="two-sided").pvalue)
 
 

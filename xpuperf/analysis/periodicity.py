@@ -10,7 +10,6 @@ exact when only 3), ≥ 60 % of grid slots hit, and a binomial chance of so many
 from __future__ import annotations
 
 import numpy as np
-from scipy import fft, stats
 
 MIN_PERIOD = 4
 """Shortest spike period considered, steps (the ±1 tolerance needs room)."""
@@ -48,6 +47,8 @@ def periodicity(
     ind[spikes - first] = 1.0
     ind = np.minimum(np.convolve(ind, np.ones(2 * PERIOD_TOL + 1), mode="same"), 1.0)
     z = ind - ind.mean()
+    from scipy import fft  # on use: keeps scipy out of start-up
+
     n_fft = fft.next_fast_len(2 * span)  # zero-padded: linear, not circular, correlation
     acf = fft.irfft(np.abs(fft.rfft(z, n_fft)) ** 2, n_fft)[:span]
     max_lag = (span - 1) // 2
@@ -100,6 +101,8 @@ def _grid_fit(spikes: np.ndarray, period: int, last: int) -> tuple[int, list[int
         return None
     # Chance that random spikes put this many on some grid of this period.
     q = min(1.0, (2 * tol + 1 if offset else 1) / period)
+    from scipy import stats  # on use: keeps scipy out of start-up
+
     if stats.binom.sf(len(grid) - 1, len(spikes), q) * period >= PERIOD_ALPHA:
         return None
     phase = int(grid[0])

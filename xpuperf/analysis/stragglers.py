@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from xpuperf import steps as st
 from xpuperf.analysis import straggler_findings as _sf
@@ -158,6 +157,8 @@ def _test(
     tested = logq[cand]  # a copy: the rows the bootstrap may need
     del logq
     if cand.size:
+        from scipy import stats  # on use: keeps scipy out of start-up
+
         pvals[cand] = stats.wilcoxon(tested, alternative="greater", axis=1).pvalue
     return dict(zip(cand.tolist(), tested, strict=True)), slowdown, cand, pvals, ref_step
 
@@ -295,6 +296,8 @@ def find_stragglers(
     gap = h_max - ref_step
     sync_cost = float(gap.mean())
     sync_frac = sync_cost / float(run.step_time.mean())
+    from scipy import stats  # on use: keeps scipy out of start-up
+
     p_dom = stats.binom.sf(slowest - 1, m, 1.0 / nh)
     dominated = np.any((share > DOMINANCE / nh) & (p_dom < (1.0 - confidence) / nh))
     ctx["top_slowest"] = (int(run.ranks[healthy][np.argmax(share)]), float(share.max()))
@@ -347,6 +350,8 @@ def _entry(run: _Run, group: tuple[str | None, np.ndarray, np.ndarray], ctx: dic
     i = int(flg[0])
     ci = None
     if node is None:
+        from scipy import stats  # on use: keeps scipy out of start-up
+
         boot = stats.bootstrap(
             (ctx["logq"][i],),
             np.median,

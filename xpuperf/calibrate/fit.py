@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares
 
 from xpuperf.calibrate.nccltests import bus_factor
 
@@ -166,6 +165,8 @@ def _fit_lines(x: np.ndarray, t: np.ndarray, k: int):
         return None
     p0 = best[1]
     scale = np.where(np.arange(len(p0)) % 2 == 0, max(float(np.min(t)), 1.0), np.maximum(p0, 1e-15))
+    from scipy.optimize import least_squares  # on use: keeps scipy out of start-up
+
     res = least_squares(
         lambda q: _model(q * scale, x) / t - 1.0,
         p0 / scale,

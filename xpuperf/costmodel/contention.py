@@ -22,8 +22,6 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats
-from scipy.special import gammaln
 
 from xpuperf.costmodel.checks import CostModelError, is_pow2, positive_int
 
@@ -39,6 +37,8 @@ def _log_p_all_below(n: int, m: int, k: int) -> float:
     """
     if k * m <= n:
         return -math.inf
+    from scipy.special import gammaln  # on use: keeps scipy out of start-up
+
     base = np.exp(-gammaln(np.arange(k) + 1.0))
     result, result_log = np.array([1.0]), 0.0
     power, power_log = base, 0.0
@@ -91,6 +91,8 @@ def expected_max_load(n_flows: int, n_links: int, groups: int = 1) -> float:
         if n <= EXACT_LIMIT:
             log_p = _log_p_all_below(n, m, k)
         else:
+            from scipy import stats  # on use: keeps scipy out of start-up
+
             log_p = m * float(stats.poisson.logcdf(k - 1, n / m))
         p_max_below = math.exp(g * log_p) if log_p > -math.inf else 0.0
         total += 1.0 - p_max_below

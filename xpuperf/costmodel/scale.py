@@ -18,7 +18,6 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats
 
 from xpuperf.costmodel.checks import CostModelError, nonneg, positive_int
 from xpuperf.costmodel.tail import TailDist
@@ -34,6 +33,8 @@ def expected_max_std_normal(n: int) -> float:
     n = positive_int("n", n)
     if n == 1:
         return 0.0
+    from scipy import stats  # on use: keeps scipy out of start-up
+
     log_cdf = stats.norm.logcdf(_GRID)
     dens = n * np.exp(stats.norm.logpdf(_GRID) + (n - 1) * log_cdf)
     return float(np.trapezoid(_GRID * dens, _GRID))

@@ -22,7 +22,6 @@ import math
 import warnings
 
 import numpy as np
-from scipy import stats
 
 from xpuperf.costmodel.checks import CostModelError, positive_int
 
@@ -69,6 +68,8 @@ class TailDist:
             if n_exc >= MIN_FREE_SHAPE:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
+                    from scipy import stats  # on use: keeps scipy out of start-up
+
                     xi, _, sigma = stats.genpareto.fit(exc, floc=0.0)
             else:
                 xi, sigma = 0.0, float(exc.mean())

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from xpuperf.analysis.results import AnalyzeResult
+if TYPE_CHECKING:
+    from xpuperf.analysis.results import AnalyzeResult
+
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
