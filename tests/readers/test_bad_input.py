@@ -295,3 +295,25 @@ def test_unreadable_file(write) -> None:
             read_logs([p])
     finally:
         p.chmod(0o644)
+
+
+def test_ragged_row_that_is_not_utf8_prints_no_traceback(tmp_path) -> None:
+    # pyarrow decodes an invalid row as UTF-8 before calling the row handler; a row that is not
+    # UTF-8 made Python print "Exception ignored in: <function …on_invalid>" and a traceback
+    import subprocess
+    import sys
+
+    p = tmp_path / "run.csv"
+    rows = b"".join(b"%d,0,0.5\n" % i for i in range(4, 12))
+    p.write_bytes(b"step,rank,step_time_s\n1,0,0.5\n2,0,0.5,\xc3\n3,0,0.5\n" + rows)
+    out = subprocess.run(
+        [sys.executable, "-m", "xpuperf", "analyze", str(p), "--json", str(tmp_path / "o.json")],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr
+    assert "Exception ignored" not in out.stderr
+    assert f"{p}:3: skipped 1 row: not valid UTF-8 text" in out.stderr
+    doc = json.loads((tmp_path / "o.json").read_text())
+    assert [r["step"] for r in doc["job_steps"]] == [1, 3, *range(4, 12)]  # only step 2 lost

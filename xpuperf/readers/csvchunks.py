@@ -8,8 +8,11 @@ handler), into a DataFrame whose float64 columns were filled in place
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -32,8 +35,9 @@ def stream_csv(
     types: dict[str, pa.DataType],
     on_invalid: Callable[[object], str],
 ) -> pd.DataFrame | None:
-    """Read the wanted columns into a DataFrame; None when a column came out binary (text that
-    is not UTF-8: the caller reads the file line by line instead).
+    """Read the wanted columns into a DataFrame; None when a column came out binary or a row
+    with the wrong number of fields is not UTF-8 (text that is not UTF-8: the caller reads the
+    file line by line instead; see :func:`_undecodable_rows`).
 
     Memory stays near the size of the result: each parsed piece is copied into the final numpy
     columns and released before the next but one is parsed
@@ -47,6 +51,21 @@ def stream_csv(
     hold a newline, so a cut could split a row) to the end of the file, and for gzip files and
     columns whose type is inferred, pyarrow's streaming reader (one core) reads instead.
     """
+    with _undecodable_rows(on_invalid) as undecodable:
+        frame = _stream_csv(src, delimiter, names, skip, wanted, types, on_invalid)
+    return None if undecodable else frame
+
+
+def _stream_csv(
+    src: Source,
+    delimiter: str,
+    names: list[str],
+    skip: int,
+    wanted: list[str],
+    types: dict[str, pa.DataType],
+    on_invalid: Callable[[object], str],
+) -> pd.DataFrame | None:
+    """:func:`stream_csv` itself."""
     parse = pacsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid)
     convert = pacsv.ConvertOptions(
         include_columns=wanted,
@@ -80,6 +99,32 @@ def stream_csv(
             if not src.gzip:
                 progress.advance_bytes(src.path, stream.tell())
         return cols.frame()
+
+
+@contextlib.contextmanager
+def _undecodable_rows(handler: Callable[[object], str]) -> Iterator[list[int]]:
+    """Count, instead of printing, pyarrow's failures to decode an invalid row for ``handler``.
+
+    pyarrow decodes an invalid row (wrong number of fields) as UTF-8 before it calls the
+    invalid-row handler; when the row is not UTF-8 that raises inside pyarrow, which Python
+    prints to stderr as "Exception ignored in: <function …on_invalid>" with a traceback, and the
+    read goes on or fails. While this is active such reports are appended to the yielded list
+    (the caller then reads the file line by line, which names the bad lines); any other
+    unraisable exception goes to the hook that was there before."""
+    seen: list[int] = []
+    before = sys.unraisablehook
+
+    def hook(u: Any) -> None:
+        if u.object is handler and isinstance(u.exc_value, UnicodeDecodeError):
+            seen.append(1)
+        else:
+            before(u)
+
+    sys.unraisablehook = hook
+    try:
+        yield seen
+    finally:
+        sys.unraisablehook = before
 
 
 def _data_start(src: Source, skip: int) -> int | None:
