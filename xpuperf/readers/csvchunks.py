@@ -35,9 +35,9 @@ def stream_csv(
     types: dict[str, pa.DataType],
     on_invalid: Callable[[object], str],
 ) -> pd.DataFrame | None:
-    """Read the wanted columns into a DataFrame; None when a column came out binary or a row
-    with the wrong number of fields is not UTF-8 (text that is not UTF-8: the caller reads the
-    file line by line instead; see :func:`_undecodable_rows`).
+    """Read the wanted columns into a DataFrame; None when a column came out binary (text that
+    is not UTF-8: the caller reads the file line by line instead; a row with the wrong number of
+    fields that is not UTF-8 is caught by :func:`undecodable_rows` around this call).
 
     Memory stays near the size of the result: each parsed piece is copied into the final numpy
     columns and released before the next but one is parsed
@@ -51,21 +51,6 @@ def stream_csv(
     hold a newline, so a cut could split a row) to the end of the file, and for gzip files and
     columns whose type is inferred, pyarrow's streaming reader (one core) reads instead.
     """
-    with _undecodable_rows(on_invalid) as undecodable:
-        frame = _stream_csv(src, delimiter, names, skip, wanted, types, on_invalid)
-    return None if undecodable else frame
-
-
-def _stream_csv(
-    src: Source,
-    delimiter: str,
-    names: list[str],
-    skip: int,
-    wanted: list[str],
-    types: dict[str, pa.DataType],
-    on_invalid: Callable[[object], str],
-) -> pd.DataFrame | None:
-    """:func:`stream_csv` itself."""
     parse = pacsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid)
     convert = pacsv.ConvertOptions(
         include_columns=wanted,
@@ -102,7 +87,7 @@ def _stream_csv(
 
 
 @contextlib.contextmanager
-def _undecodable_rows(handler: Callable[[object], str]) -> Iterator[list[int]]:
+def undecodable_rows(handler: Callable[[object], str]) -> Iterator[list[int]]:
     """Count, instead of printing, pyarrow's failures to decode an invalid row for ``handler``.
 
     pyarrow decodes an invalid row (wrong number of fields) as UTF-8 before it calls the

@@ -34,7 +34,7 @@ from xpuperf.errors import InputError
 from xpuperf.readers import columns as colmod
 from xpuperf.readers import lines as ln
 from xpuperf.readers.base import Drop, Format, RawTable, Source
-from xpuperf.readers.csvchunks import stream_csv
+from xpuperf.readers.csvchunks import stream_csv, undecodable_rows
 
 _CSV_COLUMN_ERROR = re.compile(r"In CSV column #(\d+)")
 
@@ -120,7 +120,10 @@ def _read_delimited(src: Source, delimiter: str) -> RawTable:
     for _ in range(len(wanted) + 1):
         hits.clear()
         try:
-            frame = stream_csv(src, delimiter, names, hidx + 1, wanted, types, on_invalid)
+            with undecodable_rows(on_invalid) as undecodable:
+                frame = stream_csv(src, delimiter, names, hidx + 1, wanted, types, on_invalid)
+            if undecodable:  # a ragged row that is not UTF-8: the line reader names it
+                frame = None
             break
         except pa.ArrowInvalid as exc:
             # a value that is not a number: read that column as text (checked later) and retry
