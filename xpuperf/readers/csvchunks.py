@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pandas as pd
@@ -161,7 +161,10 @@ def _read_chunks(
             cols.add(batch)
 
     finished = False
-    with src.path.open("rb") as f, ThreadPoolExecutor(1) as pool:
+    # a file that fits in one chunk is parsed here: starting a thread per file cost about a
+    # fifth of reading a 1000-row per-rank file (1.5 ms -> 1.2 ms a file without it)
+    threads = contextlib.nullcontext() if size < CHUNK_BYTES else ThreadPoolExecutor(1)
+    with src.path.open("rb") as f, threads as pool:
         f.seek(start)
         pos, carry, k, pending = start, 0, 0, None  # pos: file offset of the buffer's byte 0
         while not finished:
@@ -174,7 +177,11 @@ def _read_chunks(
             if end == 0 or buf.find(b'"', 0, end) >= 0:
                 finished = False  # a line longer than a chunk, or quotes: the streaming
                 break  # reader goes on from pos
-            nxt = pool.submit(parse_chunk, memoryview(buf)[:end])
+            if pool is None:
+                nxt = Future()
+                nxt.set_result(parse_chunk(memoryview(buf)[:end]))
+            else:
+                nxt = pool.submit(parse_chunk, memoryview(buf)[:end])
             if pending is not None:
                 take(pending.result())  # chunk k − 1, parsed while chunk k was read
             pending, k = nxt, k + 1

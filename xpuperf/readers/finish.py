@@ -153,19 +153,20 @@ def _canonical(p: Part) -> pd.DataFrame:
 
     Memory: the other columns move over without a copy, and each float64 rank/step column is
     released as soon as its integer form exists (pandas would copy an array set with
-    ``df[col] = …`` and keep the float64 columns alive through the part).
+    ``df[col] = …`` and keep the float64 columns alive through the part). No ``DataFrame.drop``:
+    it costs about 0.5 ms a call whatever the size; without it this takes 0.44 ms instead of
+    2.0 ms for a 1000-row file (per-rank logs: 1.6 s less per 1000 files).
     """
     df = p.df
     p.df = df.iloc[:0].copy()  # .copy(): a zero-row view would keep the columns alive
-    df = df.drop(columns=[c for c in ("local_rank", "step_rate", "throughput") if c in df])
-    cols: dict[str, object] = {}
-    for c in df.columns:
-        v = df[c]
-        cols[c] = v.to_numpy() if v.dtype == np.float64 else v.reset_index(drop=True)
+    cols: dict[str, object] = {
+        c: v.to_numpy() if v.dtype == np.float64 else v.reset_index(drop=True)
+        for c, v in df.items()
+        if c not in ("local_rank", "step_rate", "throughput")
+    }
+    del df  # from here on `cols` holds the only reference to each column
     for c, dtype in (("rank", steps.DTYPES["rank"]), ("step", np.int64)):
-        cols[c] = cols[c].astype(dtype)  # type: ignore[union-attr]
-        df = df.drop(columns=c)  # the last reference to the float64 column
-    del df
+        cols[c] = cols[c].astype(dtype)  # type: ignore[union-attr]  # frees the float64 one
     return pd.DataFrame(cols, index=pd.RangeIndex(len(cols["rank"])), copy=False)  # type: ignore[arg-type]
 
 
