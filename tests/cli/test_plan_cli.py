@@ -138,6 +138,7 @@ def test_json_file_and_nic_override(capsys, tmp_path: Path) -> None:
         (["--params", "10" + "0" * 25, "--step-time", "1"], "--params must be a whole number"),
         (["--nic-speed", "1e30Gbps"], "--nic-speed must be a number between 0.001 and 100,000"),
         (["--nics-per-node", "100000"], "--nics-per-node must be a number between 1 and 4,096"),
+        (["--nics-per-node", "0"], "--nics-per-node must be a number between 1 and 4,096"),
         # a second break-it pass: tiny values and a huge --input-mb (ZeroDivisionError, exit 3)
         (["--nic-speed", "1e-300Gbps"], "--nic-speed must be a number between 0.001 and"),
         (["--bucket-mb", "5e-324"], "--bucket-mb must be a number between 0.001 and"),

@@ -100,8 +100,7 @@ def resolve_cluster(topology: str | None, nodes: int | None, cards_per_node: int
                     nic_speed: str | None, nics_per_node: int | None,
                     max_cards: int) -> Cluster:  # fmt: skip
     """The cluster of ``--topology`` (file or preset), or a generic one (``--cards-per-node``)."""
-    for name, v in (("--nodes", nodes), ("--cards-per-node", cards_per_node),
-                    ("--nics-per-node", nics_per_node)):  # fmt: skip
+    for name, v in (("--nodes", nodes), ("--cards-per-node", cards_per_node)):
         if v is not None and v < 1:
             raise UsageError(f"{name} must be >= 1, got {v}")
     speed = nic_speed_Gbps(nic_speed, "--nic-speed")

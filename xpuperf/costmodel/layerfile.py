@@ -5,10 +5,11 @@ The file lists the trainable parameter tensors in registration (forward) order, 
 (:meth:`~xpuperf.costmodel.workloads.Workload.backward_sizes_B`). Accepted layouts:
 
 - CSV or TSV with a header: ``params`` (element count; aliases ``numel``, ``parameters``,
-  ``elements``, ``size``), optional ``name`` and ``macs`` (forward multiply-accumulates per sample owned by
-  the tensor: in × out × tokens for a linear weight, C_out·C_in·k_h·k_w·H_out·W_out for a
-  convolution, 0 for biases and norms). With ``macs`` on every row, backward time is split over
-  the layers by MACs (as for the presets); without, by size.
+  ``elements``, ``size``), optional ``name`` and ``macs`` (forward multiply-accumulates per
+  sample owned by the tensor: in × out × tokens for a linear weight,
+  C_out·C_in·k_h·k_w·H_out·W_out for a convolution, 0 for biases and norms). With ``macs`` on
+  every row, backward time is split over the layers by MACs (as for the presets); without, by
+  size.
 - JSON: a list of objects with the same keys, or ``{"layers": [...]}``.
 
 Written from PyTorch with::
