@@ -223,15 +223,20 @@ class _Parser:
         self._tail(data)
 
     def _tail(self, data: bytes) -> None:
-        """Set ``in_minmax`` as the line path would after the block's last line."""
-        lines = data[-8192:].rstrip(b"\n").split(b"\n")[-40:]
-        for raw in reversed(lines):
-            text = console.clean(raw.decode("ascii"))[1]
-            if timers.MINMAX_HEAD in text:
-                self.in_minmax = True
+        """Set ``in_minmax`` as the line path would after the block's last line: walking back,
+        timer lines keep the state of the line before them, a ``(min, max)`` head (not an
+        iteration line) opens the block, any other line (an empty one too) closes it; the block
+        started clean (closed). Exact whatever the number or length of the timer lines."""
+        end = len(data) - data.endswith(b"\n")
+        self.in_minmax = False  # the state at the block's start, if only timer lines follow it
+        while end >= 0:
+            start = data.rfind(b"\n", 0, end) + 1
+            text = console.clean(data[start:end].decode("ascii"))[1]
+            head = timers.MINMAX_HEAD in text and not ("iteration" in text and LINE.search(text))
+            if head or timers.minmax(text) is None:
+                self.in_minmax = head
                 return
-            if timers.minmax(text) is None:
-                return
+            end = start - 1
 
 
 def eligible(data: bytes) -> bool:

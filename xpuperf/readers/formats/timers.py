@@ -57,11 +57,15 @@ def pairs(text: str) -> dict[str, float]:
 
 
 def minmax(text: str) -> tuple[str, float, float] | None:
-    """One ``    name .....: (min, max)`` line → ``(name, min_ms, max_ms)``, else None."""
+    """One ``    name .....: (min, max)`` line → ``(name, min_ms, max_ms)``, else None (also
+    when a value is digits and dots but no number, e.g. ``1.2.3``: not a timer line)."""
     m = MINMAX.match(text)
     if m is None:
         return None
-    return m.group(1).strip(), float(m.group(2)), float(m.group(3))
+    try:
+        return m.group(1).strip(), float(m.group(2)), float(m.group(3))
+    except ValueError:  # "." or "1.2.3" matched by the pattern
+        return None
 
 
 def _first(t: dict[str, float], names: tuple[str, ...]) -> float | None:
