@@ -317,3 +317,41 @@ def test_ragged_row_that_is_not_utf8_prints_no_traceback(tmp_path) -> None:
     assert f"{p}:3: skipped 1 row: not valid UTF-8 text" in out.stderr
     doc = json.loads((tmp_path / "o.json").read_text())
     assert [r["step"] for r in doc["job_steps"]] == [1, 3, *range(4, 12)]  # only step 2 lost
+
+
+def test_ragged_non_utf8_rows_in_files_read_on_threads(tmp_path, monkeypatch) -> None:
+    # the guard swapped the process-wide sys.unraisablehook per file; files read on several
+    # threads interleaved the swaps, so some reports reached the previous hook (a traceback on
+    # stderr) and a stale hook stayed installed
+    import sys
+
+    from xpuperf.readers import progress
+
+    for k in range(12):
+        rows = "".join(f"{s},0.3\n" for s in range(60))
+        (tmp_path / f"rank{k}.csv").write_bytes(
+            b"step,step_time_s\n" + rows.encode() + b"500,0.4,\xe4\xb8\n"
+        )
+    reached: list[object] = []
+    mine = reached.append
+    monkeypatch.setattr(sys, "unraisablehook", mine)
+    monkeypatch.setattr(progress, "workers", lambda: 4)
+    res = read_logs([tmp_path])
+    assert reached == []  # every report was counted by the guard, none printed
+    assert sys.unraisablehook is mine  # and the hook before it is back
+    assert len(res.table) == 12 * 60
+    assert sum("not valid UTF-8" in w for w in res.warnings) == 12
+
+
+def test_line_reader_keeps_rows_whose_bad_bytes_are_in_unread_columns(tmp_path) -> None:
+    # a ragged non-UTF-8 row sends the file to the line reader, which dropped every line that
+    # was not UTF-8 — also the good rows whose only bad bytes are in a column never read (the
+    # pyarrow path keeps them): 24 of 120 rows were lost because of one unrelated row
+    rows = [b"%d,0.5,%s\n" % (s, "注释".encode("gbk") if s % 5 == 0 else b"ok") for s in range(120)]
+    rows.insert(10, b"500,0.4,\xe4\xb8,x\n")  # ragged and not UTF-8: the one row to drop
+    p = tmp_path / "run.csv"
+    p.write_bytes(b"step,step_time_s,comment\n" + b"".join(rows))
+    res = read_logs([p])
+    assert res.table["step"].tolist() == list(range(120))
+    assert len(res.warnings) == 1
+    assert "skipped 1 row: not valid UTF-8 text" in res.warnings[0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -86,6 +87,21 @@ def stream_csv(
         return cols.frame()
 
 
+_hook_lock = threading.Lock()
+_active: dict[int, tuple[Callable[[object], str], list[int]]] = {}
+"""Handlers inside :func:`undecodable_rows` right now (``id`` → handler, its report list)."""
+_hook_before: list[Any] = []
+"""The ``sys.unraisablehook`` that was there when the first of them started."""
+
+
+def _hook(u: Any) -> None:
+    entry = _active.get(id(u.object))
+    if entry is not None and entry[0] is u.object and isinstance(u.exc_value, UnicodeDecodeError):
+        entry[1].append(1)
+    else:
+        (_hook_before[0] if _hook_before else sys.__unraisablehook__)(u)
+
+
 @contextlib.contextmanager
 def undecodable_rows(handler: Callable[[object], str]) -> Iterator[list[int]]:
     """Count, instead of printing, pyarrow's failures to decode an invalid row for ``handler``.
@@ -95,21 +111,24 @@ def undecodable_rows(handler: Callable[[object], str]) -> Iterator[list[int]]:
     prints to stderr as "Exception ignored in: <function …on_invalid>" with a traceback, and the
     read goes on or fails. While this is active such reports are appended to the yielded list
     (the caller then reads the file line by line, which names the bad lines); any other
-    unraisable exception goes to the hook that was there before."""
+    unraisable exception goes to the hook that was there before. Thread-safe: files read on
+    several threads share one hook, installed by the first and removed by the last (the hook
+    that was there before is put back)."""
     seen: list[int] = []
-    before = sys.unraisablehook
-
-    def hook(u: Any) -> None:
-        if u.object is handler and isinstance(u.exc_value, UnicodeDecodeError):
-            seen.append(1)
-        else:
-            before(u)
-
-    sys.unraisablehook = hook
+    with _hook_lock:
+        if not _active:
+            _hook_before[:] = [sys.unraisablehook]
+            sys.unraisablehook = _hook
+        _active[id(handler)] = (handler, seen)
     try:
         yield seen
     finally:
-        sys.unraisablehook = before
+        with _hook_lock:
+            _active.pop(id(handler), None)
+            if not _active:
+                if sys.unraisablehook is _hook:
+                    sys.unraisablehook = _hook_before[0]
+                _hook_before.clear()
 
 
 def _data_start(src: Source, skip: int) -> int | None:

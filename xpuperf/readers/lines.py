@@ -255,6 +255,16 @@ def locate_from(lines: np.ndarray) -> Callable[[Sequence[int]], dict[int, int | 
     return locate
 
 
+def _utf8(field: str) -> bool:
+    """The field came from valid UTF-8 (no byte kept as a lone surrogate by
+    ``surrogateescape``)."""
+    try:
+        field.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def read_csv_lines(
     src: Source, delimiter: str, wanted: Sequence[str] | None = None
 ) -> tuple[list[str], pd.DataFrame, np.ndarray, list[Drop]]:
@@ -280,13 +290,15 @@ def read_csv_lines(
         if raw is None:
             drops.add(TRUNCATED, n)
             break
+        undecodable = False
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             if header is None:
                 raise InputError(f"header line is {UNDECODABLE}", src.name, n) from None
-            drops.add(UNDECODABLE, n)
-            continue
+            # kept when the bytes that are not UTF-8 sit only in columns not read (as on the
+            # pyarrow path, which decodes only the wanted columns)
+            text, undecodable = raw.decode("utf-8", errors="surrogateescape"), True
         if header is None:
             if not text.strip() or text.lstrip().startswith("#"):
                 continue
@@ -300,6 +312,11 @@ def read_csv_lines(
         if not text:
             continue
         row = split_fields(text, delimiter)
+        if undecodable and (
+            row is None or len(row) != len(header) or not all(_utf8(row[i]) for i in keep_idx)
+        ):
+            drops.add(UNDECODABLE, n)
+            continue
         if row is None or len(row) != len(header):
             drops.add(f"wrong number of fields (header has {len(header)})", n)
             continue
