@@ -68,9 +68,9 @@ def stream_csv(
     if rest is None and cols is not None:
         return cols.frame()
     resume = rest is not None and rest != start  # chunks were read: stream the rest
-    with pa.OSFile(str(src.path)) if resume else src.arrow_stream() as stream:
+    with _Quotes(src.open()) as counted, pa.PythonFile(counted, mode="r") as stream:
         if resume:
-            stream.seek(rest)
+            counted.seek(rest)
         reader = pacsv.open_csv(
             stream,
             read_options=pacsv.ReadOptions(column_names=names, skip_rows=0 if resume else skip),
@@ -83,8 +83,50 @@ def stream_csv(
         for batch in reader:
             cols.add(batch)
             if not src.gzip:
-                progress.advance_bytes(src.path, stream.tell())
+                progress.advance_bytes(src.path, counted.tell())
+        if counted.quotes % 2:  # an unclosed quote: the parser took the rest of the file as
+            return None  # one field; the line reader keeps the other lines and names this one
         return cols.frame()
+
+
+class _Quotes:
+    """A binary file object that counts the double quotes read through it (the chunked part
+    before a resumed stream holds none: :func:`_read_chunks` hands over at the first chunk with
+    one). An odd count means a quoted field that is never closed: pyarrow would read the rest of
+    the file into it (a break-it pass lost 19 995 of 20 000 rows that way, with no warning)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw, self.quotes = raw, 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.raw.read(n)
+        self.quotes += data.count(b'"')
+        return data
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        return self.raw.seek(pos, whence)
+
+    def tell(self) -> int:
+        return self.raw.tell()
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return bool(self.raw.seekable())
+
+    @property
+    def closed(self) -> bool:
+        return bool(self.raw.closed)
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def __enter__(self) -> _Quotes:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 _hook_lock = threading.Lock()

@@ -294,11 +294,11 @@ def read_csv_lines(
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
-            if header is None:
+            if header is None and wanted is None:
                 raise InputError(f"header line is {UNDECODABLE}", src.name, n) from None
             # kept when the bytes that are not UTF-8 sit only in columns not read (as on the
-            # pyarrow path, which decodes only the wanted columns)
-            text, undecodable = raw.decode("utf-8", errors="surrogateescape"), True
+            # pyarrow path, which decodes only the wanted columns; a wanted name is valid text)
+            text, undecodable = raw.decode("utf-8", errors="surrogateescape"), header is not None
         if header is None:
             if not text.strip() or text.lstrip().startswith("#"):
                 continue
@@ -306,7 +306,10 @@ def read_csv_lines(
             if header is None:
                 raise InputError("cannot parse the header line", src.name, n)
             names = [h.strip() for h in header]
-            keep_idx = [i for i, h in enumerate(names) if wanted is None or h in wanted]
+            first = {h: i for i, h in reversed(list(enumerate(names)))}  # a repeated name: its
+            keep_idx = sorted(  # first column, as pyarrow's include_columns takes it
+                i for h, i in first.items() if wanted is None or h in wanted
+            )
             cols = [[] for _ in keep_idx]
             continue
         if not text:
