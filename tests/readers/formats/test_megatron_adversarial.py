@@ -225,3 +225,45 @@ def test_timers_after_a_step_line_at_a_range_border_are_kept(tmp_path: Path) -> 
     for k in (2, 3, 4, 5):
         par = megatron.read(src_of(path), workers=k).frame
         pd.testing.assert_frame_equal(par, seq)
+
+
+def test_neox_step_line_behind_a_logging_prefix(tmp_path: Path) -> None:
+    # '[date] samples/sec: X | iteration …': the fast path found no step line (exit 2) and the
+    # line path lost the samples (the prefix was read as part of the 'samples/sec' key)
+    lines = [
+        f"[2024-05-01 10:00:{i:02d}] samples/sec: 6.922 | iteration {i:8d}/ 10000 | elapsed "
+        "time per iteration (ms): 4622.9 | learning rate: 6.830E-07 |"
+        for i in range(1, 6)
+    ]
+    p = write(tmp_path, lines)
+    fast, slow = megatron.read(src_of(p)), megatron.read(src_of(p), fast=False)
+    pd.testing.assert_frame_equal(fast.frame, slow.frame)
+    assert fast.frame["step"].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert fast.frame["samples"].tolist() == [32.0] * 5  # 6.922 samples/s × 4.6229 s, rounded
+
+
+def test_byte_ranges_keep_the_column_order(tmp_path: Path) -> None:
+    # the merge of worker results iterated a set of column names: the order changed from run
+    # to run (hash randomisation); now it is the sequential parse's order
+    import subprocess
+    import sys
+
+    timer = "time (ms) | forward-compute: 300.0 | backward-compute: 600.0 | optimizer: 20.0"
+    lines = [x for i in range(1, 400) for x in (step(i), timer if i > 200 else "noise")]
+    p = write(tmp_path, lines)
+    code = (
+        "import sys; from xpuperf.readers.base import Source; "
+        "from xpuperf.readers.formats import megatron; from pathlib import Path; "
+        "p = Path(sys.argv[1]); s = Source(p, str(p), False, p.read_bytes()[:65536]); "
+        "print(list(megatron.read(s, block_bytes=2048, workers=3).frame.columns))"
+    )
+    seq = list(megatron.read(src_of(p), block_bytes=2048, workers=1).frame.columns)
+    for seed in ("1", "2", "3"):  # PYTHONHASHSEED changes the iteration order of a set of str
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(p)],
+            capture_output=True,
+            text=True,
+            env={"PYTHONHASHSEED": seed, "PYTHONPATH": str(Path(__file__).parents[3])},
+            check=True,
+        )
+        assert out.stdout.strip() == str(seq)

@@ -67,6 +67,8 @@ FAST = re.compile(
     r"\s*\|[^|]*\|\s*global batch size:\s*(\d+)\s*\|"
 )
 """The fast path: the standard Megatron-LM line, matched in one go (anchored)."""
+_LOG_PREFIX = re.compile(r"^\s*(?:\[[^\]]*\]\s*)+")
+"""``[date time] [Rank 0] `` logging groups in front of a NeoX ``samples/sec: X |`` field."""
 BROKEN = "an 'iteration N/ M |' line without 'elapsed time per iteration (ms)' (cut line?)"
 
 
@@ -146,7 +148,7 @@ class _Parser:
                 if step_s != step_s:
                     rows.drop(BROKEN, n)
                     return
-                head = _fields(text[: m.start()] + "|")
+                head = _fields(_LOG_PREFIX.sub("", text[: m.start()]) + "|")
                 samples = NAN
                 if "global batch size" in f:
                     samples = as_float(f["global batch size"])

@@ -48,7 +48,9 @@ _O = (  # each alternative starts with a distinct literal, so a noise line fails
     rb"iteration[^\n]*"  # other iteration lines (variants, cut lines)
     rb"|samples/sec[^\n]*"  # GPT-NeoX: 'samples/sec: X | iteration …'
     rb"|time \(ms\)[^\n]*"  # Megatron / NeoX timers
-    rb"|(?:\[_B_*+\]W*+)++(?:(?:iteration|(?:rank=\d+W*+)?time \(ms\))[^\n]*|" + _MINMAX + rb")"
+    rb"|(?:\[_B_*+\]W*+)++(?:(?:iteration|samples/sec|(?:rank=\d+W*+)?time \(ms\))[^\n]*|"
+    + _MINMAX
+    + rb")"
     rb"|" + _MINMAX  # [date] [Rank 0] … before any of them, or a (min, max) block alone
 )
 

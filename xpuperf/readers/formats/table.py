@@ -91,7 +91,7 @@ class Rows:
     def append_rows(self, other: Rows, lines: np.ndarray) -> None:
         """Append all rows of ``other`` with line numbers ``lines`` (its drops are not merged)."""
         n, m = len(self.lines), len(other.lines)
-        for k in set(self.cols) | set(other.cols):
+        for k in [*self.cols, *(c for c in other.cols if c not in self.cols)]:  # stable order
             theirs = other.column(k)
             mine = self._col(k, n, "" if isinstance(theirs, list) else 0.0)
             _pad(mine, n)
