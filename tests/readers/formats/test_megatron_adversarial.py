@@ -122,13 +122,13 @@ def test_not_a_number_block_takes_the_exact_scan(tmp_path: Path) -> None:
 
 
 def test_minmax_timer_name_scan_equals_the_backtracking_form() -> None:
-    """The scan's possessive timer-line name (megatron_scan._O) accepts exactly the lines the
+    """The scan's possessive timer-line name (megatron_scan._TIMERS) accepts exactly the lines the
     backtracking form of timers.MINMAX accepts: random lines over the characters that matter."""
     import re
 
     from xpuperf.readers.formats import megatron_scan
 
-    tail = megatron_scan._O.split(b"(?:\\nPFX")[1].split(b":[^\\n]*)+")[0]
+    tail = megatron_scan._TIMERS.removeprefix(b"(?:\\nPFX").removesuffix(b":[^\\n]*)")
     ws = megatron_scan._WS
     new = re.compile(tail.replace(b"W", ws) + b":")
     old = re.compile((rb"(?:W)+[A-Za-z](?:[\w\- ]*[\w\-])?W*\.{2,}:").replace(b"W", ws))

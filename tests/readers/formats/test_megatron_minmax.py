@@ -94,3 +94,37 @@ def test_timer_value_that_is_not_a_number(tmp_path: Path) -> None:
     f = read_both(tmp_path, lines)  # read, not an internal error (exit 3 before)
     assert math.isnan(f.loc[7, "forward_s"])  # not a timer line: nothing for step 7
     assert f.drop(index=7)["forward_s"].tolist() == [0.31] * 11
+
+
+def test_max_only_block(tmp_path: Path) -> None:
+    # `--timing-log-option max` prints 'max time across ranks (ms):' and one value per timer
+    # (megatron/core/timers.py: name.ljust(48, '.') + ': {:.2f}'); neither path read it before
+    lines = []
+    for i in range(1, 11):
+        lines += [
+            step(i),
+            "max time across ranks (ms):",
+            "    " + "forward-compute ".ljust(48, ".") + ": 310.00",
+            "    " + "backward-compute ".ljust(48, ".") + ": 640.00",
+        ]
+    f = read_both(tmp_path, lines)
+    assert f["forward_s"].tolist() == [0.31] * 10
+    assert f["backward_s"].tolist() == [0.64] * 10
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "(min, max)  time across ranks (ms):",  # two blanks
+        "time (ms) | (min, max) time across ranks (ms):",  # inside a timer line
+        "iteration x (min, max) time across ranks (ms):",  # an iteration line that is no step
+    ],
+)
+def test_other_lines_that_open_a_timer_block(tmp_path: Path, head: str) -> None:
+    # the line path opens a timer block on any line holding 'time across ranks (ms)' that is
+    # not a step line; the fast path lost the timer lines after these (found by a break-it pass)
+    lines = []
+    for i in range(1, 11):
+        lines += [step(i), head, FWD, BWD]
+    f = read_both(tmp_path, lines)
+    assert f["forward_s"].tolist() == [0.31] * 10

@@ -38,20 +38,26 @@ _A = (  # possessive: what a run consumes can never start the next item, so noth
     rb"iteration(?:W)++(\d++)W*+/W*+\d++W*+\|_N_*+\|W*+elapsed time per iteration \(ms\):W*+"
     rb"_NUM_W*+\|_N_*+\|W*+global batch size:W*+(\d++)W*+\|"
 )
-_MINMAX = (  # a (min, max) head and its timer lines (as timers.MINMAX: words joined by spaces,
+_TIMERS = (  # timer lines of a (min, max) / max block (as timers.MINMAX: words joined by spaces,
     # ending at a non-blank; possessive, so a line that is no timer line fails without trying
     # every shorter name: 13 % of the scan on the benchmark)
-    rb"\(min, max\) time across ranks \(ms\)[^\n]*+"
-    rb"(?:\nPFX(?:W)+[A-Za-z][\w\-]*+(?: ++[\w\-]++)*+W*+\.{2,}:[^\n]*)+"
+    rb"(?:\nPFX(?:W)+[A-Za-z][\w\-]*+(?: ++[\w\-]++)*+W*+\.{2,}:[^\n]*)"
 )
-_O = (  # each alternative starts with a distinct literal, so a noise line fails at once
-    rb"iteration[^\n]*"  # other iteration lines (variants, cut lines)
+_MINMAX = rb"(?:\(min, max\)|max)W*+time across ranks \(ms\)[^\n]*+" + _TIMERS + rb"++"
+"""A ``(min, max) time across ranks (ms):`` or ``max time across ranks (ms):`` head
+(``--timing-log-option minmax`` / ``max``) and its timer lines."""
+_O = (  # each alternative starts with a distinct literal, so a noise line fails at once; the
+    # timer lines after another line go with it: the line path opens a timer block on any line
+    # holding 'time across ranks (ms)' (not an iteration line), and replays them in order
+    rb"iteration[^\n]*+" + _TIMERS + rb"*+"  # other iteration lines (variants, cut lines)
     rb"|samples/sec[^\n]*"  # GPT-NeoX: 'samples/sec: X | iteration …'
-    rb"|time \(ms\)[^\n]*"  # Megatron / NeoX timers
-    rb"|(?:\[_B_*+\]W*+)++(?:(?:iteration|samples/sec|(?:rank=\d+W*+)?time \(ms\))[^\n]*|"
+    rb"|time \(ms\)[^\n]*+" + _TIMERS + rb"*+"  # Megatron / NeoX timers
+    rb"|(?:\[_B_*+\]W*+)++(?:(?:iteration|samples/sec|(?:rank=\d+W*+)?time \(ms\))[^\n]*+"
+    + _TIMERS
+    + rb"*+|"
     + _MINMAX
     + rb")"
-    rb"|" + _MINMAX  # [date] [Rank 0] … before any of them, or a (min, max) block alone
+    rb"|" + _MINMAX  # [date] [Rank 0] … before any of them, or a timer block alone
 )
 
 

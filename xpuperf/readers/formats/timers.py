@@ -22,8 +22,11 @@ PAIR = re.compile(r"([A-Za-z][\w\- ]*+)(?::\s*(-?[\d.]+(?:[eE][-+]?\d+)?))?")
 is consumed whole even without a value: retried from each of its letters, a long run was
 quadratic."""
 MINMAX = re.compile(
-    r"^\s+([A-Za-z](?:[\w\- ]*[\w\-])?)\s*\.{2,}:\s*\(([\d.]+),\s*([\d.]+)\)\s*$"
+    r"^\s+([A-Za-z](?:[\w\- ]*[\w\-])?)\s*\.{2,}:\s*(?:\(([\d.]+),\s*([\d.]+)\)|([\d.]+))\s*$"
 )  # the name ends at a non-blank: a lazy name before `\s*` was quadratic on a blank run
+"""A timer line of a ``(min, max) time across ranks (ms):`` block (``name ....: (min, max)``) or
+of a ``max time across ranks (ms):`` block (``--timing-log-option max``: ``name ....: max``);
+Megatron-LM ``megatron/core/timers.py`` ``_get_global_min_max_time_string``."""
 MINMAX_HEAD = "time across ranks (ms)"
 
 FORWARD = ("forward-compute", "forward_microstep", "forward")
@@ -57,12 +60,15 @@ def pairs(text: str) -> dict[str, float]:
 
 
 def minmax(text: str) -> tuple[str, float, float] | None:
-    """One ``    name .....: (min, max)`` line → ``(name, min_ms, max_ms)``, else None (also
-    when a value is digits and dots but no number, e.g. ``1.2.3``: not a timer line)."""
+    """One ``    name .....: (min, max)`` line → ``(name, min_ms, max_ms)``, a max-only line
+    ``    name .....: max`` → ``(name, nan, max_ms)``, else None (also when a value is digits
+    and dots but no number, e.g. ``1.2.3``: not a timer line)."""
     m = MINMAX.match(text)
     if m is None:
         return None
     try:
+        if m.group(4) is not None:
+            return m.group(1).strip(), float("nan"), float(m.group(4))
         return m.group(1).strip(), float(m.group(2)), float(m.group(3))
     except ValueError:  # "." or "1.2.3" matched by the pattern
         return None
