@@ -174,6 +174,23 @@ def test_corrupt_parquet_message_is_one_line(tmp_path: Path) -> None:
     assert "\n" not in str(e.value)
 
 
+def test_megatron_iteration_pattern_on_bar_bracket_runs(tmp_path: Path) -> None:
+    # megatron.LINE retried an unbounded '[…]' group from every '|': 160 KB of '|[' took 7.7 s,
+    # 2 MB ran past 30 s; the group is now at most 256 characters. The alarm is a hang guard.
+    p = tmp_path / "train.log"
+    step = (
+        " iteration        1/ 1000 | consumed samples: 512 | elapsed time per iteration (ms): "
+        "1000.0 | learning rate: 1.0E-04 | global batch size: 512 |"
+    )
+    p.write_text(step + "\n" + "|[" * 400_000 + "iteration\n")
+    from xpuperf.readers.base import Source
+    from xpuperf.readers.formats import megatron
+
+    with hard_deadline(60):  # the line path: the fast path reaches it after a timer head
+        t = megatron.read(Source(p, str(p), False, p.read_bytes()[:65536]), fast=False)
+    assert len(t.frame) == 1
+
+
 # --- topology -----------------------------------------------------------------------------------
 
 

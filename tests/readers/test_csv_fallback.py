@@ -56,3 +56,15 @@ def test_header_name_not_utf8_in_a_column_not_read(tmp_path: Path) -> None:
     assert [w.split(": ", 1)[1] for w in res.warnings] == [
         "skipped 1 row: not valid UTF-8 text (re-save the file as UTF-8)"
     ]
+
+
+def test_unclosed_quote_hidden_by_a_literal_quote(tmp_path: Path) -> None:
+    # an inch mark ('5"', a literal quote inside an unquoted field) made the number of quotes
+    # even, so the unclosed quote on row 10 still swallowed the rest: 11 of 2000 rows kept
+    body = rows(2000)
+    body[3] = b'3,1.03,5" pipe\n'
+    body[10] = b'10,1.10,"loss spike\n'
+    p = tmp_path / "run.csv"
+    p.write_bytes(b"step,step_time_s,note\n" + b"".join(body))
+    res = read_logs([p])
+    assert res.table["step"].tolist() == list(range(2000))

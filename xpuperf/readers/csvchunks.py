@@ -80,27 +80,39 @@ def stream_csv(
         if any(pa.types.is_binary(t) for t in reader.schema.types):
             return None
         cols = cols or Columns(reader.schema, cap)
+        before = cols.n
         for batch in reader:
             cols.add(batch)
             if not src.gzip:
                 progress.advance_bytes(src.path, counted.tell())
-        if counted.quotes % 2:  # an unclosed quote: the parser took the rest of the file as
-            return None  # one field; the line reader keeps the other lines and names this one
+        # an unclosed quote: the parser took the rest of the file (or up to the next stray
+        # quote) as one field; the line reader keeps the other lines and names the bad one
+        swallowed = counted.lines - (0 if resume else skip) - (cols.n - before)
+        if counted.quotes % 2 or (counted.quotes and swallowed > SWALLOWED_LINES):
+            return None
         return cols.frame()
 
 
+SWALLOWED_LINES = 100
+"""A file with double quotes whose streamed part has more lines than rows by this much is read
+line by line: quoted fields across lines are rare in step logs, an unclosed quote is not."""
+
+
 class _Quotes:
-    """A binary file object that counts the double quotes read through it (the chunked part
-    before a resumed stream holds none: :func:`_read_chunks` hands over at the first chunk with
-    one). An odd count means a quoted field that is never closed: pyarrow would read the rest of
-    the file into it (a break-it pass lost 19 995 of 20 000 rows that way, with no warning)."""
+    """A binary file object that counts the double quotes and newlines read through it (the
+    chunked part before a resumed stream holds no quote: :func:`_read_chunks` hands over at the
+    first chunk with one). An odd count of quotes means a quoted field that is never closed:
+    pyarrow would read the rest of the file into it (a break-it pass lost 19 995 of 20 000 rows
+    that way, with no warning); an even count can hide one (a literal ``5"`` elsewhere), so
+    lines that did not become rows are counted too (:data:`SWALLOWED_LINES`)."""
 
     def __init__(self, raw: Any) -> None:
-        self.raw, self.quotes = raw, 0
+        self.raw, self.quotes, self.lines = raw, 0, 0
 
     def read(self, n: int = -1) -> bytes:
         data = self.raw.read(n)
         self.quotes += data.count(b'"')
+        self.lines += data.count(b"\n")
         return data
 
     def seek(self, pos: int, whence: int = 0) -> int:

@@ -128,3 +128,12 @@ def test_other_lines_that_open_a_timer_block(tmp_path: Path, head: str) -> None:
         lines += [step(i), head, FWD, BWD]
     f = read_both(tmp_path, lines)
     assert f["forward_s"].tolist() == [0.31] * 10
+
+
+def test_timer_block_after_a_neox_samples_line(tmp_path: Path) -> None:
+    # a 'samples/sec …' line that also opens a block: the only 'other' line whose timer lines
+    # the fast path did not take along (found by a break-it pass)
+    lines = [step(1), "samples/sec: 1.0 | max time across ranks (ms):", FWD, BWD, step(2)]
+    f = read_both(tmp_path, lines)
+    assert f.loc[1, "forward_s"] == 0.31
+    assert f.loc[1, "backward_s"] == 0.64

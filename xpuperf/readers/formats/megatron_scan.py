@@ -50,7 +50,7 @@ _O = (  # each alternative starts with a distinct literal, so a noise line fails
     # timer lines after another line go with it: the line path opens a timer block on any line
     # holding 'time across ranks (ms)' (not an iteration line), and replays them in order
     rb"iteration[^\n]*+" + _TIMERS + rb"*+"  # other iteration lines (variants, cut lines)
-    rb"|samples/sec[^\n]*"  # GPT-NeoX: 'samples/sec: X | iteration …'
+    rb"|samples/sec[^\n]*+" + _TIMERS + rb"*+"  # GPT-NeoX: 'samples/sec: X | iteration …'
     rb"|time \(ms\)[^\n]*+" + _TIMERS + rb"*+"  # Megatron / NeoX timers
     rb"|(?:\[_B_*+\]W*+)++(?:(?:iteration|samples/sec|(?:rank=\d+W*+)?time \(ms\))[^\n]*+"
     + _TIMERS
