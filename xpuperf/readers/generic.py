@@ -54,16 +54,6 @@ def _header(src: Source, delimiter: str) -> tuple[int, list[str]]:
     raise InputError("no header line: only blank or # comment lines at the start", src.name)
 
 
-def _unique(names: Sequence[str]) -> list[str]:
-    seen: dict[str, int] = {}
-    out = []
-    for n in names:
-        k = seen.get(n, 0)
-        seen[n] = k + 1
-        out.append(n if k == 0 else f"{n}.{k}")
-    return out
-
-
 class _Locator:
     """``RawTable.locate`` of the fast CSV path: one streaming scan per call.
 
@@ -105,7 +95,7 @@ def _column_type(name: str) -> pa.DataType | None:
 
 def _read_delimited(src: Source, delimiter: str) -> RawTable:
     hidx, header = _header(src, delimiter)
-    names = _unique(header)
+    names = ln.unique_names(header)
     wanted = colmod.select(names)
     if not wanted:
         return RawTable(pd.DataFrame(), columns=names)

@@ -255,6 +255,18 @@ def locate_from(lines: np.ndarray) -> Callable[[Sequence[int]], dict[int, int | 
     return locate
 
 
+def unique_names(names: Sequence[str]) -> list[str]:
+    """Column names made unique as the CSV readers name them: a repeated name gets ``.1``,
+    ``.2``, … after its first column (which keeps the name, and so is the one read)."""
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        k = seen.get(n, 0)
+        seen[n] = k + 1
+        out.append(n if k == 0 else f"{n}.{k}")
+    return out
+
+
 def _utf8(field: str) -> bool:
     """The field came from valid UTF-8 (no byte kept as a lone surrogate by
     ``surrogateescape``)."""
@@ -305,11 +317,8 @@ def read_csv_lines(
             header = split_fields(text, delimiter)
             if header is None:
                 raise InputError("cannot parse the header line", src.name, n)
-            names = [h.strip() for h in header]
-            first = {h: i for i, h in reversed(list(enumerate(names)))}  # a repeated name: its
-            keep_idx = sorted(  # first column, as pyarrow's include_columns takes it
-                i for h, i in first.items() if wanted is None or h in wanted
-            )
+            names = unique_names([h.strip() for h in header])  # as the pyarrow path names them
+            keep_idx = [i for i, h in enumerate(names) if wanted is None or h in wanted]
             cols = [[] for _ in keep_idx]
             continue
         if not text:
@@ -328,7 +337,7 @@ def read_csv_lines(
         lines.append(n)
     if header is None:
         raise InputError("no header line found", src.name)
-    names = [header[i].strip() for i in keep_idx]
+    names = [names[i] for i in keep_idx]
     frame = pd.DataFrame(
         {
             name: pd.Series(pa.array(c, pa.string()).to_pandas())
