@@ -3,9 +3,15 @@
 Codes never change meaning once released (style.md rule 10):
 
 - ``XP1xx`` stragglers, ``XP2xx`` jitter, ``XP3xx`` decomposition / speedup,
-  ``XP4xx`` data quality.
+  ``XP4xx`` data quality, ``XP5xx`` topology, ``XP6xx`` collectives (nccl-tests, NCCL logs),
+  ``XP7xx`` framework and runtime warnings printed in training logs.
 
 Every message states the value, the threshold and the remedy (style.md rule 9).
+
+A :class:`Check` records whether the input held the evidence a check needs: a verdict such as
+"no straggler" or "no misconfiguration" is only given for a check whose status is ``clean``
+(evidence present, nothing wrong); a check without evidence is ``not_checked`` and says which
+input would let it run (docs/diagnosis.md).
 """
 
 from __future__ import annotations
@@ -81,6 +87,45 @@ CODES: dict[str, str] = {
     "XP658": "a node's transport differs from the others",
     "XP659": "NCCL log lacks the lines a check needs",
 }
+
+
+class CheckStatus(str, Enum):
+    """Outcome of one check: ``problem`` (it produced a finding above info), ``clean`` (its
+    evidence was in the input and nothing was wrong), ``not_checked`` (no evidence)."""
+
+    PROBLEM = "problem"
+    CLEAN = "clean"
+    NOT_CHECKED = "not_checked"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One diagnostic check and the evidence its verdict rests on.
+
+    Attributes:
+        name: stable id, ``area.check`` (``nccl.gdr``, ``steps.stragglers``…).
+        title: short human title ("GPUDirect RDMA between nodes").
+        status: :class:`CheckStatus`.
+        evidence: what in the input the verdict rests on ("64 inter-node connections via
+            NET/IB/GDRDMA"), or, when ``not_checked``, what is missing and how to get it
+            ("no 'via NET/…' transport lines; rerun with NCCL_DEBUG_SUBSYS=INIT,NET").
+        codes: finding codes the check produced (empty when clean or not checked).
+    """
+
+    name: str
+    title: str
+    status: CheckStatus
+    evidence: str
+    codes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "status": self.status.value,
+            "evidence": self.evidence,
+            "codes": list(self.codes),
+        }
 
 
 @dataclass(frozen=True)
