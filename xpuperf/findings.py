@@ -86,6 +86,9 @@ CODES: dict[str, str] = {
     "XP657": "NCCL topology search fell back to a simple order",
     "XP658": "a node's transport differs from the others",
     "XP659": "NCCL log lacks the lines a check needs",
+    # XP106-XP109, XP207-XP209: lead (step-log checks); XP310-XP319: scaling tables;
+    # XP520-XP529: topology evidence; XP606-XP609: single nccl-tests measurements;
+    # XP660-XP669: NCCL debug logs; XP701-XP719: framework warnings in training logs.
 }
 
 
