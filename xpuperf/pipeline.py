@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xpuperf.analysis import analyze
+from xpuperf.analysis.checks import not_checked_sources
 from xpuperf.analysis.results import AnalyzeResult
 from xpuperf.errors import InputError
 from xpuperf.readers import read_logs
@@ -97,7 +98,9 @@ def analyze_inputs(
         found = []  # read_logs below raises the same error with its own wording
     nccl_files = [p for p in found if p.suffix.lower() != ".parquet" and has_nccl_lines(p)]
     if not nccl_files:
-        return analyze_logs(paths, **options), None  # type: ignore[arg-type]
+        result = analyze_logs(paths, **options)  # type: ignore[arg-type]
+        result.checks += not_checked_sources(has_nccl=False)
+        return result, None
     report = diagnose(nccl_files)
     nccl_set = {p.resolve() for p in nccl_files}
     step_paths = list(paths)
@@ -135,4 +138,5 @@ def analyze_inputs(
     ] + notes  # fmt: skip
     result.nccl = report
     result.findings = sorted([*result.findings, *report.findings], key=lambda f: -f.severity.rank)
+    result.checks += [*getattr(report, "checks", []), *not_checked_sources(has_nccl=True)]
     return result, report

@@ -15,10 +15,19 @@ import pandas as pd
 from xpuperf import steps as st
 from xpuperf.analysis import grid as grid_mod
 from xpuperf.analysis.breakdown import decompose
+from xpuperf.analysis.checks import step_checks
 from xpuperf.analysis.grid import grid_of
 from xpuperf.analysis.jitter import analyze_jitter
-from xpuperf.analysis.results import AnalyzeResult, Summary, WarmupResult
+from xpuperf.analysis.results import (
+    AnalyzeResult,
+    BreakdownResult,
+    JitterResult,
+    StragglerResult,
+    Summary,
+    WarmupResult,
+)
 from xpuperf.analysis.series import job_steps
+from xpuperf.analysis.stalls import PHASES, StallResult, find_sync_stalls
 from xpuperf.analysis.stragglers import find_stragglers
 from xpuperf.analysis.warmup import detect_warmup, split_warmup, warmup_finding
 from xpuperf.errors import UsageError
@@ -92,6 +101,8 @@ def analyze(
     findings += f
     rank_ids = grid.ranks if grid is not None else np.sort(table["rank"].unique())
     findings += _quality_findings(table, read_warnings, rank_ids, grid is not None)
+    stalls, f = _stalls(table, steady_job, jitter, stragglers, breakdown)
+    findings += f
 
     spikes = set(jitter.spike_steps) if jitter else set()
     job_out = steady_job[["step", "step_time_s", "fps"]].reset_index(drop=True)
@@ -108,9 +119,13 @@ def analyze(
         copy=False,
     )
     findings.sort(key=lambda x: -x.severity.rank)
+    summary = _summary(table, steady_job, warm, len(rank_ids))
+    checks = step_checks(
+        summary, jitter, stragglers, breakdown, stalls, findings, base_steady is not None
+    )
     return AnalyzeResult(
         sources=list(sources),
-        summary=_summary(table, steady_job, warm, len(rank_ids)),
+        summary=summary,
         warmup=warm,
         jitter=jitter,
         stragglers=stragglers,
@@ -119,7 +134,37 @@ def analyze(
         job_steps=job_out,
         rank_steps=rank_steps,
         read_warnings=list(read_warnings),
+        checks=checks,
+        stalls=stalls,
     )
+
+
+def _stalls(
+    table: pd.DataFrame,
+    steady_job: pd.DataFrame,
+    jitter: JitterResult | None,
+    stragglers: StragglerResult | None,
+    breakdown: BreakdownResult,
+) -> tuple[StallResult, list[Finding]]:
+    """Synchronous stalls among the job's spike steps (:mod:`xpuperf.analysis.stalls`)."""
+    if stragglers is None or len(stragglers.per_rank) < 2:
+        return StallResult(False), []
+    source = stragglers.work_source
+    if jitter is None or not jitter.spike_steps:
+        return StallResult(True, work_source=source), []
+    cols = [c for c in ("rank", "step", "step_time_s", *PHASES, "comm_s") if c in table.columns]
+    at = table.loc[table["step"].isin(jitter.spike_steps), cols].reset_index(drop=True)
+    at["work_s"] = st.work_series(at)[0].to_numpy()
+    med = pd.DataFrame(
+        {
+            "rank": stragglers.per_rank["rank"].to_numpy(),
+            "work_s": stragglers.per_rank["median_work_s"].to_numpy(),
+        }
+    )
+    if breakdown.per_rank is not None:
+        phases = [c for c in PHASES if c in breakdown.per_rank.columns]
+        med = med.merge(breakdown.per_rank[["rank", *phases]], on="rank", how="left")
+    return find_sync_stalls(at, med, steady_job, jitter.spike_steps, source)
 
 
 def _summary(

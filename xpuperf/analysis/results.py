@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from xpuperf.findings import Finding
+from xpuperf.findings import Check, Finding
 
 
 @dataclass
@@ -211,6 +211,11 @@ class AnalyzeResult:
         read_warnings: reader warnings (rows skipped and why).
         nccl: NCCL INFO lines found in the inputs (``calibrate.nccllog_checks.NcclReport``), or
             None; set by :mod:`xpuperf.pipeline`, rendered by ``report/nccl_section.py``.
+        checks: every check and the evidence its verdict rests on
+            (:class:`~xpuperf.findings.Check`: problem / clean / not_checked); the step-log
+            checks come from :mod:`xpuperf.analysis.checks`, :mod:`xpuperf.pipeline` adds those
+            of NCCL logs and framework output (docs/diagnosis.md).
+        stalls: synchronous stalls (:class:`~xpuperf.analysis.stalls.StallResult`), or None.
     """
 
     sources: list[str]
@@ -224,3 +229,5 @@ class AnalyzeResult:
     rank_steps: pd.DataFrame
     read_warnings: list[str] = field(default_factory=list)
     nccl: object | None = None
+    checks: list[Check] = field(default_factory=list)
+    stalls: object | None = None

@@ -108,18 +108,17 @@ def random_finding(
     return Finding("XP103", Severity.WARNING, msg, data)
 
 
-def none_finding(run: _Run, ctx: dict, sync_frac: float, source: str) -> Finding:
+def none_finding(run: _Run, ctx: dict, sync_frac: float) -> Finding:
     """XP104: the largest slowdown and the sync cost, each against its threshold."""
     n, m = run.work.shape
     slowdown, pvals, threshold = ctx["slowdown"], ctx["pvals"], ctx["threshold"]
     i = int(np.argmax(slowdown))
-    weak = " (weak signal: step time only, see XP105)" if source == "step_time" else ""
     nsig = f", not significant ({_fmt_p(float(pvals[i]))})" if slowdown[i] > threshold else ""
     top, top_share = ctx["top_slowest"]
     if sync_frac > threshold:  # waiting is above threshold but mostly for one mild straggler
         nsig += f"; rank {top} is the slowest in {top_share:.0%} of steps"
     msg = (
-        f"no straggler{weak}: the slowest rank (rank {int(run.ranks[i])}) works "
+        f"no straggler: the slowest rank (rank {int(run.ranks[i])}) works "
         f"{slowdown[i]:.1%} longer than the median rank (threshold {threshold:.0%}){nsig}; "
         f"waiting for the slowest rank costs {sync_frac:.1%} of step time (threshold "
         f"{threshold:.0%}); {n} ranks × {m} steps."

@@ -185,7 +185,8 @@ def find_stragglers(
 
     Returns:
         ``(StragglerResult, findings)``: XP101 per straggling rank, XP102 per straggling node,
-        XP103 random stragglers, XP104 no straggler, XP105 only step time known (weak signal),
+        XP103 random stragglers, XP104 no straggler (only when per-rank work was measured: with
+        step time alone XP105 says the check could not run and carries XP104's numbers),
         XP405 fewer than 5 common steps (no verdict, ``stragglers`` empty, sync cost NaN); a
         single rank gets no finding at all, not even XP105 (nobody waits for it).
         ``per_rank.slowdown`` is vs the median of the other healthy ranks; ``slowest_share`` is
@@ -308,7 +309,18 @@ def find_stragglers(
         stragglers.append(rnd)
         findings.append(random_finding(rnd, run.ranks[healthy], share, sync_cost, threshold))
     if not stragglers:
-        findings.append(none_finding(run, ctx, sync_frac, source))
+        none = none_finding(run, ctx, sync_frac)
+        if source == "step_time":  # no verdict without evidence: XP105 carries the numbers
+            weak = next(i for i, f in enumerate(findings) if f.code == "XP105")
+            rest = none.message.partition(": ")[2]
+            findings[weak] = Finding(
+                "XP105",
+                Severity.INFO,
+                findings[weak].message + " Not a verdict: in step time " + rest,
+                {**findings[weak].data, **none.data},
+            )
+        else:
+            findings.append(none)
     result = StragglerResult(source, threshold, stragglers, per_rank, sync_cost, sync_frac, m)
     return result, findings
 

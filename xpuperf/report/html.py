@@ -22,6 +22,8 @@ from markupsafe import Markup
 
 from xpuperf import __version__
 from xpuperf.analysis.results import AnalyzeResult
+from xpuperf.report.checks_view import counts_line, straggler_verdict
+from xpuperf.report.checks_view import rows as check_rows
 from xpuperf.report.figures import (
     MAX_HEATMAP_COLS,
     MAX_POINTS,
@@ -38,6 +40,8 @@ from xpuperf.report.figures import (
     summary_rows,
 )
 from xpuperf.report.json_report import _clean, to_dict
+
+TBL_CHECKS = "tbl-checks"
 
 if TYPE_CHECKING:
     from xpuperf.compare import CompareResult
@@ -120,9 +124,10 @@ def straggler_table(result: AnalyzeResult) -> dict[str, Any]:
                 x.slow_phase or "",
             ]
         )
-    empty = (
+    empty = straggler_verdict(
+        result.checks,
         f"No straggler: no rank's work exceeds the median rank by more than "
-        f"{pct(sr.threshold)} ({sr.n_steps} steps, work = {sr.work_source})."
+        f"{pct(sr.threshold)} ({sr.n_steps} steps, work = {sr.work_source}).",
     )
     return {"id": TBL_STRAGGLERS, "columns": cols, "rows": rows, "empty": empty}
 
@@ -170,6 +175,16 @@ def findings_table(result: AnalyzeResult) -> dict[str, Any]:
     }
 
 
+def checks_table(result: AnalyzeResult) -> dict[str, Any]:
+    """Every check: status (problem / clean / not checked), title, evidence, codes."""
+    return {
+        "id": TBL_CHECKS,
+        "columns": ["status", "check", "evidence", "codes"],
+        "rows": check_rows(result.checks),
+        "note": counts_line(result.checks) if result.checks else "",
+    }
+
+
 def build_view(
     result: AnalyzeResult,
     *,
@@ -181,8 +196,8 @@ def build_view(
 
     Keys: ``title``, ``summary`` (label/value pairs), ``figures`` (list of ``{id, title, note,
     data, layout}``, drawn by plotly.js), ``figure_ids``, ``stragglers``, ``nodes`` (or None),
-    ``findings`` (tables: ``{id, columns, rows}``), ``notes`` (every size reduction applied),
-    ``sources``, ``warnings``.
+    ``findings`` and ``checks`` (tables: ``{id, columns, rows}``), ``notes`` (every size
+    reduction applied), ``sources``, ``warnings``.
     """
     figs = [
         f
@@ -202,6 +217,7 @@ def build_view(
             "stragglers": straggler_table(result),
             "nodes": node_table(result),
             "findings": findings_table(result),
+            "checks": checks_table(result),
             "notes": [f["note"] for f in figs if f["note"]],
             "sources": list(result.sources),
             "warnings": list(result.read_warnings),

@@ -7,7 +7,8 @@ Schema ``xpuperf.analyze/1``. Keys CI jobs may rely on (a contract; additions on
 ``jitter.p99_over_p50``, ``stragglers[]`` (``rank``, ``node``, ``kind``, ``slowdown``,
 ``cost_fraction``), ``breakdown.{compute,comm,data,other}_fraction``, ``breakdown.source``,
 ``breakdown.speedup`` (null without a baseline), ``findings[]`` (``code``, ``severity``,
-``message``). NaN and infinities become null. ``nccl`` (only when an input has NCCL INFO
+``message``), ``checks[]`` (``name``, ``status`` = problem|clean|not_checked, ``evidence``,
+``codes``). NaN and infinities become null. ``nccl`` (only when an input has NCCL INFO
 lines): see :mod:`xpuperf.report.nccl_section`.
 """
 
@@ -85,6 +86,8 @@ def to_dict(result: AnalyzeResult) -> dict[str, Any]:
             "per_rank": b.per_rank if b.per_rank is not None else [],
         },
         "findings": [f.to_dict() for f in result.findings],
+        # every check: problem / clean / not_checked with its evidence (docs/diagnosis.md)
+        "checks": [c.to_dict() for c in result.checks],
         "warnings": result.read_warnings,
         # per steady step: step, step_time_s, fps, spike — for `xpuperf compare` on saved JSON
         "job_steps": result.job_steps,

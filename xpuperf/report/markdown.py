@@ -17,6 +17,8 @@ import re
 from typing import TYPE_CHECKING
 
 from xpuperf.analysis.results import AnalyzeResult
+from xpuperf.report.checks_view import counts_line, straggler_verdict
+from xpuperf.report.checks_view import rows as check_rows
 from xpuperf.report.figures import pct, summary_rows
 
 if TYPE_CHECKING:
@@ -81,16 +83,20 @@ def render_markdown(result: AnalyzeResult, title: str = "xpuperf analyze") -> st
             if len(sr.stragglers) > MAX_STRAGGLERS:
                 lines.append(f"\n*{len(sr.stragglers) - MAX_STRAGGLERS} more in the JSON.*")
         else:
-            lines.append(
+            default = (
                 f"No straggler ({sr.n_steps} steps, threshold {pct(sr.threshold)}, "
-                f"work = {md_escape(sr.work_source)})."
+                f"work = {sr.work_source})."
             )
+            lines.append(md_escape(straggler_verdict(result.checks, default)))
     if result.findings:
         lines += ["", "### Findings", ""]
         rows = [[f.severity.value, f.code, f.message] for f in result.findings[:MAX_FINDINGS]]
         lines += _table(["severity", "code", "message"], rows)
         if len(result.findings) > MAX_FINDINGS:
             lines.append(f"\n*{len(result.findings) - MAX_FINDINGS} more in the JSON.*")
+    if result.checks:
+        lines += ["", f"### Checks — {counts_line(result.checks)}", ""]
+        lines += _table(["status", "check", "evidence", "codes"], check_rows(result.checks))
     return _cap(lines)
 
 

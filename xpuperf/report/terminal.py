@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from xpuperf.report.checks_view import counts_line, rows, straggler_verdict
+
 if TYPE_CHECKING:
     from xpuperf.analysis.results import AnalyzeResult
 
@@ -23,6 +25,7 @@ def safe(text: object) -> str:
 
 
 _SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+_CHECK_STYLE = {"problem": "yellow", "clean": "green", "not checked": "dim"}
 
 
 def _pct(x: float | None, digits: int = 1) -> str:
@@ -106,7 +109,10 @@ def render_terminal(result: AnalyzeResult, console: Console) -> None:
     elif sr is not None and s.ranks == 1:
         console.print("stragglers: n/a (one rank)")
     elif sr is not None:
-        console.print(f"stragglers: none (work = {sr.work_source}, {sr.n_steps} steps)")
+        verdict = straggler_verdict(
+            result.checks, f"none (work = {sr.work_source}, {sr.n_steps} steps)"
+        )
+        console.print("stragglers: " + safe(verdict))
 
     if result.nccl is not None:
         from xpuperf.report.nccl_section import render_nccl
@@ -117,3 +123,15 @@ def render_terminal(result: AnalyzeResult, console: Console) -> None:
         for f in result.findings:
             style = _SEV_STYLE.get(f.severity.value, "")
             console.print(f"  [{style}]{f.severity.value:<7}[/] {f.code}  {safe(f.message)}")
+    render_checks(result.checks, console)
+
+
+def render_checks(checks: list, console: Console) -> None:
+    """The checks block: one line per check — status, title, evidence (or what is missing)."""
+    if not checks:
+        return
+    console.print(f"[bold]checks[/] — {counts_line(checks)}")
+    for status, title, evidence, codes in rows(checks):
+        style = _CHECK_STYLE[status]
+        tail = f" [{codes}]" if codes else ""
+        console.print(f"  [{style}]{status:<11}[/] {safe(title)}: {safe(evidence)}{safe(tail)}")

@@ -1,0 +1,115 @@
+"""Synchronous stalls (XP207) and the step-log checks on a hand-built run whose numbers are exact.
+
+The run: 8 ranks × 60 steps, every step 1.0 s = compute 0.8 + data 0.05 + comm 0.15 (other 0),
+so the median job step is 1.0 s and, with MAD 0, the spike threshold is 1.05 s (5 % floor).
+Planted:
+- steps 20, 21: data wait +2.0 s on EVERY rank → step 3.0 s: an input stall, 2 × 2.0 = 4.0 s lost;
+- step 40: rank 3's compute +2.0 s, the others wait in the allreduce (comm +2.0 s) → step 3.0 s:
+  one rank, not a stall (share of ranks whose own work rose: 1/8);
+- step 50: comm +1.0 s on every rank, nobody's work rose → a network stall, 1.0 s lost.
+Wall time = 56 × 1.0 + 3 × 3.0 + 2.0 = 67.0 s.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from xpuperf.analysis import analyze
+from xpuperf.findings import CheckStatus
+
+RANKS, STEPS = 8, 60
+
+
+def _run() -> pd.DataFrame:
+    rank = np.repeat(np.arange(RANKS), STEPS)
+    step = np.tile(np.arange(STEPS), RANKS)
+    df = pd.DataFrame(
+        {
+            "rank": rank,
+            "step": step,
+            "compute_s": 0.8,
+            "data_s": 0.05,
+            "comm_s": 0.15,
+            "samples": 32,
+        }
+    )
+    df.loc[df.step.isin([20, 21]), "data_s"] += 2.0
+    df.loc[(df.step == 40) & (df["rank"] == 3), "compute_s"] += 2.0
+    df.loc[(df.step == 40) & (df["rank"] != 3), "comm_s"] += 2.0
+    df.loc[df.step == 50, "comm_s"] += 1.0
+    df["step_time_s"] = df.compute_s + df.data_s + df.comm_s
+    return df
+
+
+def _status(result, name: str) -> CheckStatus:
+    return next(c.status for c in result.checks if c.name == name)
+
+
+def test_input_stall_and_network_stall_are_named_not_stragglers() -> None:
+    r = analyze(_run(), warmup=0)
+    assert r.jitter.spike_steps == [20, 21, 40, 50]
+    ev = r.stalls.events
+    assert [(e.first_step, e.last_step, e.phase) for e in ev] == [
+        (20, 21, "data_s"),
+        (50, 50, "comm_s"),
+    ]
+    assert ev[0].lost_s == pytest.approx(4.0)
+    assert ev[1].lost_s == pytest.approx(1.0)
+    assert r.stalls.lost_fraction == pytest.approx(5.0 / 67.0)
+    (f,) = [f for f in r.findings if f.code == "XP207"]
+    assert f.severity.value == "warning"
+    assert f.message.startswith("input-pipeline / storage stall")
+    assert "steps 20–21" in f.message
+    assert "5.00 s lost = 7.5% of wall time" in f.message
+    assert "step 50 (network, 1.00 s)" in f.message
+    assert not any(f.code in ("XP101", "XP103") for f in r.findings)
+    assert _status(r, "steps.sync_stalls") is CheckStatus.PROBLEM
+
+
+def test_step_time_only_names_the_job_wide_stall_and_says_what_it_cannot_tell() -> None:
+    df = _run()[["rank", "step", "step_time_s", "samples"]]
+    r = analyze(df, warmup=0)
+    # every rank's step time rose at all four spikes: 2 × 2.0 + 2.0 + 1.0 = 7.0 s of 67.0
+    assert [(e.first_step, e.last_step) for e in r.stalls.events] == [(20, 21), (40, 40), (50, 50)]
+    assert r.stalls.lost_fraction == pytest.approx(7.0 / 67.0)
+    (f,) = [f for f in r.findings if f.code == "XP207"]
+    assert "not a straggler" in f.message
+    assert "cannot rule out one rank pausing" in f.message
+    # no per-rank work: the straggler check is not run, and no "no straggler" is said
+    assert _status(r, "steps.stragglers") is CheckStatus.NOT_CHECKED
+    assert "XP104" not in {f.code for f in r.findings}
+
+
+def test_one_rank_cannot_show_a_synchronous_stall() -> None:
+    df = _run()
+    r = analyze(df[df["rank"] == 0], warmup=0)
+    assert r.stalls is not None
+    assert not r.stalls.checked
+    assert "XP207" not in {f.code for f in r.findings}
+    assert _status(r, "steps.sync_stalls") is CheckStatus.NOT_CHECKED
+    assert _status(r, "steps.stragglers") is CheckStatus.NOT_CHECKED
+
+
+def test_healthy_run_is_clean_only_where_it_has_evidence() -> None:
+    df = _run()
+    df["data_s"], df["comm_s"], df["compute_s"] = 0.05, 0.15, 0.8
+    df["step_time_s"] = 1.0
+    r = analyze(df, warmup=0)
+    status = {c.name: c.status for c in r.checks}
+    assert status["steps.sync_stalls"] is CheckStatus.CLEAN
+    assert status["steps.stragglers"] is CheckStatus.CLEAN
+    assert status["steps.jitter"] is CheckStatus.CLEAN
+    assert status["steps.data_wait"] is CheckStatus.CLEAN  # 5 % = threshold, not above
+    assert status["steps.comm_exposed"] is CheckStatus.PROBLEM  # 15 % > 10 %
+    assert status["steps.speedup"] is CheckStatus.NOT_CHECKED  # no baseline given
+    assert {f.code for f in r.findings} >= {"XP104", "XP206"}
+
+
+def test_few_steps_give_no_flat_line_verdict() -> None:
+    df = _run()
+    df["step_time_s"] = 1.0
+    r = analyze(df[df.step < 10], warmup=0)
+    assert "XP206" not in {f.code for f in r.findings}
+    assert _status(r, "steps.jitter") is CheckStatus.NOT_CHECKED

@@ -1,0 +1,236 @@
+"""Synchronous stalls: job spikes that hit every rank at the same steps (finding XP207).
+
+A spike of the job's step time (:mod:`xpuperf.analysis.jitter`) has one of three shapes in the
+per-rank logs of a synchronous data-parallel job:
+
+- **one rank's own work** rose at that step and the others waited for it in the collective: a
+  random straggler (:mod:`xpuperf.analysis.stragglers`, XP103) — not handled here;
+- **every rank's own work** rose at the same step: the job paused as a whole. With per-rank phase
+  times the phase names the cause: data wait → the input pipeline or shared storage (every
+  loader starved at once), compute → a job-wide slowdown (clocks, power capping), host/other → a
+  job-wide pause (checkpoint, evaluation, GC, logging);
+- **no rank's own work** rose but the step did: the collective itself was slow on every rank
+  (network stall).
+
+Rule, per spike step ``s`` with job excess ``E_s = T_s − median(T)``: a rank took part when its
+own time ``x`` (``work_s`` as :func:`xpuperf.steps.work_series` defines it) exceeds its own
+median by at least ``PART_SHARE · E_s``. The step is *synchronous* when at least
+:data:`ALL_SHARE` of the ranks took part, a *network* stall when none did. Consecutive such steps
+form one stall event; its size is its step count and the seconds lost ``Σ E_s`` (wall-clock).
+
+With step time only (no phase columns), every rank's step time rises at every job spike — the
+collective makes them wait — so "all ranks" cannot be told from "one rank and the others
+waiting": the finding says so and names the usual cause (input pipeline / storage, or a pause)
+as the likely one, with what to log to be sure.
+
+Source: xpuperf's own rule (issue 16 scope 6); culprit vs victim as docs/anchors.md item 9.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from xpuperf.findings import Finding, Severity
+
+PART_SHARE = 0.5
+"""A rank takes part in a stall when its own time rose by at least this share of the job's."""
+ALL_SHARE = 0.9
+"""Share of ranks that must take part for a stall to be synchronous (job-wide)."""
+COST_WARNING = 0.01
+"""Stalls costing at least this share of wall time are a warning, below an info."""
+PHASES = {"data_s": "data wait", "compute_s": "compute", "other_s": "host/other time"}
+
+
+@dataclass
+class StallEvent:
+    """One job-wide stall: consecutive synchronous spike steps.
+
+    Attributes:
+        first_step, last_step: step numbers (inclusive).
+        steps: spike steps in the event.
+        lost_s: Σ over its steps of job step time − median job step time, seconds.
+        phase: ``data_s``/``compute_s``/``other_s`` whose excess over the ranks' medians is
+            largest (median over ranks), ``comm_s`` for a network stall, None when the logs have
+            step time only.
+        ranks_share: mean share of ranks that took part.
+    """
+
+    first_step: int
+    last_step: int
+    steps: int
+    lost_s: float
+    phase: str | None
+    ranks_share: float
+
+
+@dataclass
+class StallResult:
+    """Synchronous stalls of a run; ``events`` empty when none. ``checked``: False when the run
+    has fewer than two ranks (a job-level log cannot show whether all ranks stalled)."""
+
+    checked: bool
+    events: list[StallEvent] = field(default_factory=list)
+    lost_s: float = 0.0
+    lost_fraction: float = 0.0
+    work_source: str = "step_time"
+
+
+def find_sync_stalls(
+    at: pd.DataFrame,
+    rank_median: pd.DataFrame,
+    job: pd.DataFrame,
+    spike_steps: list[int],
+    work_source: str,
+) -> tuple[StallResult, list[Finding]]:
+    """Classify the job's spike steps; XP207 for the job-wide ones.
+
+    Args:
+        at: the steady step-table rows at the spike steps: ``rank, step, step_time_s, work_s``
+            and, when known, ``data_s, compute_s, other_s`` (seconds).
+        rank_median: one row per rank: ``rank, work_s`` and the same phase columns (medians over
+            the steady steps, seconds).
+        job: the steady job series ``step, step_time_s`` (seconds).
+        spike_steps: the jitter analysis' spike steps.
+        work_source: how ``work_s`` was measured (:func:`xpuperf.steps.work_series`).
+
+    Returns:
+        ``(StallResult, findings)``: one XP207 when job-wide stalls were found.
+    """
+    n_ranks = int(rank_median["rank"].nunique())
+    if n_ranks < 2:
+        return StallResult(False, work_source=work_source), []
+    t = job["step_time_s"].to_numpy(float)
+    med = float(np.median(t)) if len(t) else float("nan")
+    total = float(np.sum(t))
+    excess = dict(zip(job["step"].to_numpy(), t - med, strict=True))
+    med_by_rank = rank_median.set_index("rank")
+    phases = [p for p in PHASES if p in at.columns and at[p].notna().any()]
+    kinds: list[tuple[int, float, str | None, float]] = []  # step, lost_s, phase, share
+    for step, rows in at.groupby("step", sort=True):
+        e = float(excess.get(step, 0.0))
+        if e <= 0:
+            continue
+        own = rows["work_s"].to_numpy(float) - med_by_rank.loc[rows["rank"], "work_s"].to_numpy()
+        share = float(np.mean(own >= PART_SHARE * e))
+        if share >= ALL_SHARE:
+            kinds.append((int(step), e, _phase(rows, med_by_rank, phases), share))
+        elif not np.any(own >= PART_SHARE * e) and work_source != "step_time":
+            kinds.append((int(step), e, "comm_s", 0.0))
+    events = _group(kinds, {int(s) for s in spike_steps}, job["step"].to_numpy())
+    lost = sum(ev.lost_s for ev in events)
+    result = StallResult(True, events, lost, lost / total if total > 0 else 0.0, work_source)
+    return result, ([_finding(result, n_ranks)] if events else [])
+
+
+def _phase(rows: pd.DataFrame, med: pd.DataFrame, phases: list[str]) -> str | None:
+    if not phases:
+        return None
+    rise = {
+        p: float(np.nanmedian(rows[p].to_numpy(float) - med.loc[rows["rank"], p].to_numpy(float)))
+        for p in phases
+    }
+    return max(rise, key=lambda p: rise[p])
+
+
+def _group(kinds: list, spikes: set[int], steps: np.ndarray) -> list[StallEvent]:
+    """Consecutive steady steps of the same phase form one event."""
+    pos = {int(s): i for i, s in enumerate(steps)}
+    events: list[StallEvent] = []
+    prev = None
+    for step, lost, phase, share in kinds:
+        if step not in spikes:
+            continue
+        if prev is not None and pos[step] == pos[prev] + 1 and events[-1].phase == phase:
+            ev = events[-1]
+            ev.ranks_share = (ev.ranks_share * ev.steps + share) / (ev.steps + 1)
+            ev.last_step, ev.steps, ev.lost_s = step, ev.steps + 1, ev.lost_s + lost
+        else:
+            events.append(StallEvent(step, step, 1, lost, phase, share))
+        prev = step
+    return events
+
+
+_CAUSE = {
+    "data_s": (
+        "input-pipeline / storage stall: data wait rose on every rank at once (loaders starved "
+        "together: shared storage, a network file system, a dataset shard boundary)",
+        "prefetch more batches (prefetch_factor, DALI prefetch_queue_depth), more loader workers, "
+        "cache or stage the dataset on local disk, check the storage's throughput at those steps",
+    ),
+    "compute_s": (
+        "job-wide compute slowdown: compute time rose on every rank at once",
+        "check clocks and power capping across nodes at those steps (nvidia-smi -q -d "
+        "PERFORMANCE), and anything that runs on all GPUs then (evaluation, profiling)",
+    ),
+    "other_s": (
+        "job-wide host pause: host/other time rose on every rank at once (checkpoint, "
+        "evaluation, garbage collection, logging)",
+        "make checkpoints asynchronous, evaluate less often, gc.freeze()/disable automatic GC "
+        "in the training loop",
+    ),
+    "comm_s": (
+        "network stall: no rank's own work rose, the collective itself took longer on every rank",
+        "check the fabric at those steps (link flaps, congestion from other jobs; NCCL_DEBUG=INFO "
+        "and the switch counters)",
+    ),
+    None: (
+        "job-wide stall: every rank's step time rose at the same steps — not a straggler; most "
+        "often the input pipeline or shared storage, or a job-wide pause (checkpoint, evaluation)",
+        "log per-rank data_time (time waiting for the next batch) to confirm the input pipeline; "
+        "prefetch more batches and stage the dataset locally if it is",
+    ),
+}
+
+
+_SHORT = {
+    "data_s": "input",
+    "compute_s": "compute",
+    "other_s": "host pause",
+    "comm_s": "network",
+    None: "job-wide",
+}
+
+
+def _finding(r: StallResult, n_ranks: int) -> Finding:
+    ev = r.events
+    phase = max({e.phase for e in ev}, key=lambda p: sum(e.lost_s for e in ev if e.phase == p))
+    cause, remedy = _CAUSE[phase]
+    spans = ", ".join(
+        f"{e.first_step}" if e.steps == 1 else f"{e.first_step}–{e.last_step}" for e in ev[:6]
+    ) + (" …" if len(ev) > 6 else "")
+    n_steps = sum(e.steps for e in ev)
+    others = [e for e in ev if e.phase != phase]
+    also = (
+        "; other stall(s): "
+        + ", ".join(
+            f"step {e.first_step} ({_SHORT[e.phase]}, {e.lost_s:.2f} s)" for e in others[:4]
+        )
+        if others
+        else ""
+    )
+    weak = (
+        "; per-rank step time cannot rule out one rank pausing while the others wait"
+        if phase is None
+        else ""
+    )
+    msg = (
+        f"{cause}: {len(ev)} stall(s) on {'all' if phase != 'comm_s' else 'the'} {n_ranks} "
+        f"ranks at steps {spans} ({n_steps} step(s), {r.lost_s:.2f} s lost = "
+        f"{r.lost_fraction:.1%} of wall time; threshold: ≥ {ALL_SHARE:.0%} of ranks slower by "
+        f"≥ {PART_SHARE:.0%} of the job's excess, warning from {COST_WARNING:.0%}){also}{weak}. "
+        f"Remedy: {remedy}."
+    )
+    data = {
+        "events": len(ev),
+        "steps": n_steps,
+        "lost_s": r.lost_s,
+        "lost_fraction": r.lost_fraction,
+        "phase": phase,
+        "spans": [[e.first_step, e.last_step] for e in ev],
+        "ranks": n_ranks,
+    }
+    sev = Severity.WARNING if r.lost_fraction >= COST_WARNING else Severity.INFO
+    return Finding("XP207", sev, msg, data)
