@@ -46,6 +46,7 @@ CODES: dict[str, str] = {
     "XP204": "periodic spikes",
     "XP205": "throughput change point",
     "XP206": "flat FPS line (healthy)",
+    "XP207": "synchronous stall on every rank (not a straggler)",
     "XP301": "communication exposed",
     "XP302": "input (data loading) stall",
     "XP303": "host / other overhead",
@@ -91,6 +92,18 @@ CODES: dict[str, str] = {
     "XP657": "NCCL topology search fell back to a simple order",
     "XP658": "a node's transport differs from the others",
     "XP659": "NCCL log lacks the lines a check needs",
+    "XP701": "DDP find_unused_parameters=True but no parameter unused",
+    "XP702": "DDP stopped: parameters without gradient",
+    "XP703": "DataLoader workers re-created every epoch (ddp_spawn)",
+    "XP704": "too few DataLoader workers",
+    "XP705": "steps skipped on loss-scale overflow",
+    "XP706": "loss-scale overflow skips, step count unknown",
+    "XP707": "loss scale at its minimum (training diverged)",
+    "XP708": "NCCL collective timed out (watchdog)",
+    "XP709": "launcher set OMP_NUM_THREADS by default",
+    "XP710": "OpenMP threads oversubscribe the CPUs",
+    "XP711": "DataLoader worker killed",
+    "XP712": "inter-epoch stall (workers re-created)",
     # XP106-XP109, XP207-XP209: lead (step-log checks); XP310-XP319: scaling tables;
     # XP520-XP529: topology evidence; XP606-XP609: single nccl-tests measurements;
     # XP660-XP669: NCCL debug logs; XP701-XP719: framework warnings in training logs.
