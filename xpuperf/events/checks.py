@@ -1,0 +1,194 @@
+"""Checks and findings (XP701–XP719) from the framework warnings a scan collected.
+
+Every check is ``problem``, ``clean`` or ``not_checked``. A check is ``clean`` only when a text
+log (framework output) was scanned: a Parquet/CSV step table cannot show a warning, so the checks
+are ``not_checked`` for it. Thresholds:
+
+- skipped steps (loss-scale overflow) above :data:`SKIP_FRACTION` of the steps: each skipped
+  step did the forward and backward work and no update, so the fraction is wasted wall time;
+- an inter-epoch stall above :data:`STALL_FRACTION` of the summed step time (Lightning docs,
+  "persistent_workers": workers are re-created at each epoch when it is False).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from xpuperf.events import costs
+from xpuperf.events.scan import Facts
+from xpuperf.findings import Check, CheckStatus, Finding, Severity
+
+SKIP_FRACTION = 0.01
+STALL_FRACTION = 0.01
+NO_TEXT = "no framework output in the input; pass the job's stdout/stderr log"
+STDERR = " (warnings go to stderr: the log must hold it, e.g. 2>&1)"
+OVERFLOW_KINDS = ("apex_overflow", "deepspeed_overflow", "fairseq_overflow", "grad_overflow")
+
+
+def _ranks(ranks: set[int]) -> str:
+    return ", ".join(str(r) for r in sorted(ranks)[:16]) + (" …" if len(ranks) > 16 else "")
+
+
+def _where(facts: Facts, kind: str) -> str:
+    ev = facts.events[kind]
+    return f"{ev.file}:{ev.line}"
+
+
+def _check(name: str, title: str, found: list[Finding], clean: str, not_checked: str | None):
+    """A Check from the findings of one check: problem if any is above info."""
+    bad = [f for f in found if f.severity is not Severity.INFO]
+    if bad:
+        return Check(name, title, CheckStatus.PROBLEM, bad[0].message, tuple(f.code for f in bad))
+    if not_checked is not None:
+        return Check(name, title, CheckStatus.NOT_CHECKED, not_checked)
+    return Check(name, title, CheckStatus.CLEAN, clean)
+
+
+def ddp(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Check]:
+    """XP701 find_unused_parameters=True with nothing unused; XP702 unused parameters error."""
+    out: list[Finding] = []
+    ev = facts.events
+    if "ddp_no_unused" in ev:
+        ranks = facts.ranks["ddp_no_unused"]
+        other = costs.host_other_s(table)
+        cost = (
+            f"at most {other * 1e3:.1f} ms a step (median host/other time in the step table, "
+            "which holds the traversal)"
+            if other is not None
+            else "cost not measured (no timer holds the traversal alone)"
+        )
+        out.append(
+            Finding(
+                "XP701",
+                Severity.WARNING,
+                f"DDP warned {ev['ddp_no_unused'].count}× ({_where(facts, 'ddp_no_unused')}"
+                f"{', ranks ' + _ranks(ranks) if ranks else ''}) that find_unused_parameters=True "
+                "found no unused parameter (threshold: any): every step pays an extra traversal "
+                f"of the autograd graph (PyTorch reducer.cpp warning), {cost}. Set "
+                "find_unused_parameters=False (Lightning: strategy='ddp'), or static_graph=True "
+                "if some branches are unused on some steps only.",
+                {"count": ev["ddp_no_unused"].count, "ranks": sorted(ranks), "other_s": other},
+            )
+        )
+    if "ddp_unused_error" in ev:
+        ranks = facts.ranks["ddp_unused_error"] | set(facts.unused_params)
+        n = ", ".join(f"rank {r}: {k}" for r, k in sorted(facts.unused_params.items()))
+        out.append(
+            Finding(
+                "XP702",
+                Severity.ERROR,
+                f"DDP stopped: parameters got no gradient ({_where(facts, 'ddp_unused_error')}"
+                f"{', ranks ' + _ranks(ranks) if ranks else ''}"
+                f"{'; parameter indices listed — ' + n if n else ''}); threshold: any. Make every "
+                "parameter take part in the loss or freeze it (requires_grad=False); only if the "
+                "unused set changes from step to step pass find_unused_parameters=True (costs an "
+                "autograd traversal a step). TORCH_DISTRIBUTED_DEBUG=INFO names the parameters.",
+                {"ranks": sorted(ranks), "unused_indices": facts.unused_params},
+            )
+        )
+    return out, _check(
+        "events.ddp_unused_parameters",
+        "DDP find_unused_parameters matches the model",
+        out,
+        f"no DDP unused-parameter warning or error in {facts.lines} lines{STDERR}",
+        None if facts.text_files else NO_TEXT,
+    )
+
+
+def workers(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Check]:
+    """XP703 workers re-created each epoch (ddp_spawn), XP704 too few workers, XP712 measured
+    inter-epoch stall."""
+    out: list[Finding] = []
+    ev = facts.events
+    stall = costs.epoch_stall(table, facts.steps_per_epoch) if table is not None else None
+    measured = (
+        f"measured stall {stall.stall_s:.2f} s at each of {stall.boundaries} epoch starts "
+        f"({stall.fraction:.1%} of the summed step time)"
+        if stall is not None
+        else "stall not measured (needs every step and the epoch length in the log)"
+    )
+    spawn = [k for k in ("spawn_not_persistent", "spawn_do_not_mix") if k in ev]
+    if spawn:
+        out.append(
+            Finding(
+                "XP703",
+                Severity.WARNING,
+                f"Lightning warned that DataLoader workers are re-created at every epoch with "
+                f"ddp_spawn ({_where(facts, spawn[0])}); threshold: any. Each epoch starts with "
+                f"an inter-epoch stall while workers start and re-load the dataset; {measured}. "
+                "Set persistent_workers=True in the DataLoader, or use strategy='ddp'.",
+                {"kinds": spawn, "stall_s": stall.stall_s if stall else None},
+            )
+        )
+    few = [k for k in ("few_workers", "spawn_no_workers") if k in ev]
+    if few:
+        names = ", ".join(sorted(facts.few_workers_loaders)) or "a dataloader"
+        hint = (
+            f"num_workers={facts.suggested_workers}"
+            if facts.suggested_workers
+            else (
+                f"up to {facts.cpus} (CPUs on the machine) / ranks per node" if facts.cpus else ""
+            )
+        )
+        out.append(
+            Finding(
+                "XP704",
+                Severity.WARNING,
+                f"Lightning warned that {names} has too few DataLoader workers "
+                f"({_where(facts, few[0])}; threshold: its own, num_workers <= 2): data loading "
+                f"may bottleneck the step. Raise num_workers{' (' + hint + ')' if hint else ''} "
+                "and check data_s in the step breakdown.",
+                {"loaders": sorted(facts.few_workers_loaders), "cpus": facts.cpus},
+            )
+        )
+    if stall is not None and stall.fraction > STALL_FRACTION and not spawn:
+        out.append(
+            Finding(
+                "XP712",
+                Severity.WARNING,
+                f"Inter-epoch stall of {stall.stall_s:.2f} s at each of {stall.boundaries} epoch "
+                f"starts ({stall.median_step_s:.3f} s median step), {stall.fraction:.1%} of the "
+                f"summed step time (threshold {STALL_FRACTION:.0%}): DataLoader workers are "
+                "re-created at each epoch. Set persistent_workers=True in the DataLoader.",
+                {"stall_s": stall.stall_s, "epochs": stall.boundaries, "fraction": stall.fraction},
+            )
+        )
+    clean = f"no DataLoader worker warning in {facts.lines} lines{STDERR}; {measured}"
+    return out, _check(
+        "events.dataloader_workers",
+        "DataLoader workers kept between epochs and enough of them",
+        out,
+        clean,
+        None if facts.text_files else NO_TEXT,
+    )
+
+
+def worker_crash(facts: Facts) -> tuple[list[Finding], Check]:
+    """XP711 a DataLoader worker was killed."""
+    out: list[Finding] = []
+    if "worker_killed" in facts.events:
+        sig = ", ".join(sorted(facts.worker_signals)) or "unknown signal"
+        shm = "Bus error" in facts.worker_signals
+        fix = (
+            "shared memory (/dev/shm) is too small: raise it (docker --shm-size, a larger "
+            "tmpfs) or lower num_workers / prefetch_factor"
+            if shm
+            else "a worker died (out of host memory is the usual cause: check dmesg for the "
+            "OOM killer); lower num_workers or the per-worker memory"
+        )
+        out.append(
+            Finding(
+                "XP711",
+                Severity.ERROR,
+                f"A DataLoader worker was killed ({sig}; {facts.events['worker_killed'].count} "
+                f"lines, first {_where(facts, 'worker_killed')}); threshold: any. {fix}.",
+                {"signals": sorted(facts.worker_signals), "pids": sorted(facts.worker_pids)},
+            )
+        )
+    return out, _check(
+        "events.dataloader_worker_crash",
+        "DataLoader workers did not crash",
+        out,
+        f"no DataLoader worker crash in {facts.lines} lines{STDERR}",
+        None if facts.text_files else NO_TEXT,
+    )

@@ -1,0 +1,128 @@
+"""Loss-scale overflow: steps skipped by dynamic loss scaling (XP705–XP707).
+
+A skipped step ran forward and backward and applied no update, so the fraction of skipped steps
+is the fraction of compute wasted (NVIDIA mixed-precision guide: dynamic loss scaling skips the
+update when gradients overflow). A few skips at the start are the scaler searching for its scale
+(2^16 or 2^32 down to a workable value); many, or skips late in training, mean the loss or the
+gradients blow up.
+
+Where the count and the number of steps come from, best first:
+
+1. DeepSpeed's cumulative ``step=N, skipped=M`` progress line (``M / N``);
+2. Megatron-LM's ``number of skipped iterations`` per log interval, summed over the logged
+   iterations (span = last − first + interval);
+3. overflow lines (apex, DeepSpeed, fairseq, ``Grad overflow on iteration``) against the steps the
+   step table covers: distinct iteration numbers when printed, else the largest count of one rank.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from xpuperf.events import costs
+from xpuperf.events.checks import NO_TEXT, SKIP_FRACTION, _check, _where
+from xpuperf.events.scan import Facts, distinct_iters
+from xpuperf.findings import Check, Finding, Severity
+
+KINDS = ("apex_overflow", "deepspeed_overflow", "fairseq_overflow", "grad_overflow")
+
+
+def skipped_and_total(facts: Facts, table: pd.DataFrame | None) -> tuple[int, int | None, str]:
+    """(skipped steps, steps they are out of or None, where the numbers come from)."""
+    if facts.ds_step is not None and facts.ds_step[0] > 0:
+        step, skipped = facts.ds_step
+        return skipped, step, "DeepSpeed 'step=…, skipped=…' counters"
+    if facts.megatron:
+        by_iter: dict[int, int] = {}
+        for it, sk, _nan in facts.megatron:
+            by_iter[it] = max(by_iter.get(it, 0), sk)
+        its = np.array(sorted(by_iter))
+        if len(its) > 1:
+            gap = int(np.median(np.diff(its)))
+            return (
+                sum(by_iter.values()),
+                int(its[-1] - its[0] + gap),
+                "Megatron 'number of skipped iterations' counters",
+            )
+    if facts.overflow_iters:
+        skipped = len(distinct_iters(facts.overflow_iters))
+        how = "distinct iterations in overflow lines"
+    else:
+        per = facts.overflow_per_rank
+        known = [v for r, v in per.items() if r is not None]
+        skipped = max(known) if known else per.get(None, 0)
+        how = "overflow lines of the rank that printed most" if known else "overflow lines"
+    total = costs.step_span(table) if table is not None and not table.empty else None
+    return skipped, total, f"{how} over the steps the step table covers"
+
+
+def check(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Check]:
+    """XP705 skipped fraction above threshold, XP706 skips without a step count (info), XP707
+    loss scale at its minimum."""
+    out: list[Finding] = []
+    seen = [k for k in KINDS if k in facts.events]
+    if "megatron_skipped" in facts.events:
+        seen.append("megatron_skipped")
+    skipped, total, how = skipped_and_total(facts, table)
+    not_checked = None if facts.text_files else NO_TEXT
+    scales = facts.loss_scales
+    scale_txt = f"; loss scale went down to {min(scales):g}" if scales else ""
+    if skipped and total:
+        frac = skipped / total
+        step_s = costs.median_step_s(table)
+        wasted = f", about {skipped * step_s:.0f} s of step time" if step_s else ""
+        if frac > SKIP_FRACTION:
+            first = f" (first {_where(facts, seen[0])})" if seen else ""
+            out.append(
+                Finding(
+                    "XP705",
+                    Severity.WARNING,
+                    f"{skipped} of {total} steps skipped on loss-scale overflow ({frac:.1%}, "
+                    f"threshold {SKIP_FRACTION:.0%}; {how}){first}{scale_txt}: that fraction of "
+                    f"the compute made no update{wasted}. Lower the learning rate or clip "
+                    "gradients; train in bf16 (no loss scaling); raise the minimum loss scale or "
+                    "hysteresis (DeepSpeed 'hysteresis', Megatron --hysteresis) if skips are "
+                    "isolated spikes.",
+                    {"skipped": skipped, "steps": total, "fraction": frac, "source": how},
+                )
+            )
+        clean = f"{skipped} of {total} steps skipped ({frac:.2%}, threshold {SKIP_FRACTION:.0%})"
+    elif skipped:
+        out.append(
+            Finding(
+                "XP706",
+                Severity.INFO,
+                f"{skipped} steps skipped on loss-scale overflow (first "
+                f"{_where(facts, seen[0])}){scale_txt}; the number of steps is unknown, so the "
+                f"wasted fraction is not measured (threshold {SKIP_FRACTION:.0%}). Pass the log "
+                "with its step lines (or the step table) with it.",
+                {"skipped": skipped, "source": how},
+            )
+        )
+        not_checked = not_checked or (
+            f"{skipped} overflow skips but no step count; pass the step log with the warnings"
+        )
+        clean = ""
+    else:
+        total_txt = f" in {total} steps" if total else ""
+        clean = f"no loss-scale overflow{total_txt} in {facts.lines} lines"
+    if "min_loss_scale" in facts.events:
+        out.append(
+            Finding(
+                "XP707",
+                Severity.ERROR,
+                f"The loss scale reached its minimum ({_where(facts, 'min_loss_scale')}); "
+                "threshold: any. Gradients overflow at every scale: the run diverged (inf/NaN "
+                "loss). Lower the learning rate, add gradient clipping or warm-up, or train in "
+                "bf16.",
+                {},
+            )
+        )
+    return out, _check(
+        "events.loss_scale_overflow",
+        "Steps skipped on loss-scale overflow",
+        out,
+        clean,
+        not_checked,
+    )

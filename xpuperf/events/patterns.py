@@ -1,0 +1,154 @@
+"""Line patterns for framework and runtime warnings printed in training logs.
+
+Each pattern was written against the text the framework prints (several versions); the source
+is named next to it. A raw-byte prefilter (:data:`MARKERS`) selects candidate lines before any
+regular expression runs: a line holding none of the markers is never decoded.
+
+Prefixes seen in front of these texts and handled by :func:`prefix_rank`: ``[rank3]:``
+(torch >= 2.2 per-rank log prefix), ``[default3]:`` (torchrun ``--tee``, local rank),
+``[1,3]<stderr>:`` (Open MPI ``--tag-output``), ``3: `` (Slurm ``srun -l``); timestamps and
+``path.py:NN: UserWarning:`` heads are left in place (patterns search, they do not anchor);
+ANSI colour codes are stripped (:data:`ANSI`).
+"""
+
+from __future__ import annotations
+
+import re
+
+MARKERS: tuple[bytes, ...] = (
+    b"find_unused_parameters",
+    b"did not receive grad",
+    b"Expected to have finished reduction",
+    b"ddp_spawn",
+    b"does not have many workers",
+    b"overflow",
+    b"OVERFLOW",
+    b"skipped iterations",
+    b"skipped=",
+    b"loss scale already at minimum",
+    b"Minimum loss scale reached",
+    b"collective operation timeout",
+    b"OMP_NUM_THREADS",
+    b"CPU(s):",
+    b"nproc",
+    b"ntasks-per-node",
+    b"DataLoader worker",
+    b"bus error encountered in worker",
+)
+"""Fixed byte strings; a line is looked at only when it holds one of them."""
+
+EPOCH_MARKER = b"Epoch"
+"""Looked for only until one epoch length was read (tqdm lines repeat it on every refresh)."""
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+# --- prefixes --------------------------------------------------------------------------------
+_PREFIX_RANK = re.compile(
+    r"\[rank(\d+)\]:|\[default(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err)>:|^\s*(\d{1,5}): "
+)
+
+
+def prefix_rank(seg: str) -> int | None:
+    """Rank named by a launcher prefix in the first 80 characters of ``seg``, else None."""
+    m = _PREFIX_RANK.search(seg[:80])
+    if m is None:
+        return None
+    return int(next(g for g in m.groups() if g is not None))
+
+
+# --- DDP (torch/csrc/distributed/c10d/reducer.cpp) ------------------------------------------
+# torch >= 1.9: "... but did not find any unused parameters in the forward pass. This flag results
+# in an extra traversal of the autograd graph every iteration ..."; torch 1.8 lacks "in the forward
+# pass". Printed as "[W reducer.cpp:NNNN] Warning: ..." on every rank.
+DDP_NO_UNUSED = re.compile(
+    r"find_unused_parameters=True was specified in DDP constructor, but did not find any "
+    r"unused parameters"
+)
+# RuntimeError raised when a parameter got no gradient and find_unused_parameters=False.
+DDP_UNUSED_ERROR = re.compile(r"Expected to have finished reduction in the prior iteration")
+# torch >= 1.9 appends the parameter indices (and names with TORCH_DISTRIBUTED_DEBUG=INFO).
+DDP_UNUSED_INDICES = re.compile(r"Parameter indices which did not receive grad for rank (\d+):")
+
+# --- Lightning (trainer/connectors/data_connector.py, 1.4 'accelerator=' … 2.x 'strategy=') --
+SPAWN_NOT_PERSISTENT = re.compile(
+    r"num_workers>0, persistent_workers=False, and (?:strategy|accelerator)=ddp_spawn"
+)
+SPAWN_DO_NOT_MIX = re.compile(r"num_workers>0 and (?:strategy|accelerator)=ddp_spawn do not mix")
+SPAWN_NO_WORKERS = re.compile(r"(?:strategy|accelerator)=ddp_spawn and num_workers=0 may result")
+FEW_WORKERS = re.compile(
+    r"The (?:dataloader, (?P<a>[^,]+),|'(?P<b>[^']+)') does not have many workers which may be "
+    r"a bottleneck"
+)
+FEW_WORKERS_CPUS = re.compile(r"\(try (\d+) which is the number of cpus on this machine\)")
+FEW_WORKERS_SUGGEST = re.compile(r"to `num_workers=(\d+)`")
+
+# --- DataLoader worker crash (torch/utils/data/_utils/signal_handling.py, dataloader.py) -----
+WORKER_KILLED = re.compile(
+    r"DataLoader worker \(pids?\(?s?\)? ?([\d, ]+)\) (?:is killed by signal: ([A-Za-z ]+)|"
+    r"exited unexpectedly)"
+)
+WORKER_BUS_ERROR = re.compile(r"Unexpected bus error encountered in worker")
+
+# --- loss-scale overflow ---------------------------------------------------------------------
+# apex amp (apex/amp/handle.py, printed by every rank): "Gradient overflow.  Skipping step, loss
+# scaler 0 reducing loss scale to 32768.0"
+APEX_OVERFLOW = re.compile(
+    r"Gradient overflow\.\s+Skipping step, loss scaler (\d+) reducing loss scale to "
+    r"([0-9.eE+-]+|inf)"
+)
+# DeepSpeed (runtime/fp16/loss_scaler.py, zero/stage*.py; '[deepscale]' before ~0.5): "[deepspeed]
+# OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768" or ", but
+# hysteresis is 2. Reducing hysteresis to 1"; apex FP16_Optimizer / old DeepSpeed: "OVERFLOW!
+# Skipping step. Attempted loss scale: …" and "fp16 dynamic loss scale overflow! Skipping step."
+DS_OVERFLOW = re.compile(
+    r"(?:OVERFLOW! (?:Rank (?P<rank>\d+) )?|loss scale overflow! )Skipping step\.\s*"
+    r"Attempted loss scale: (?P<scale>[0-9.eE+]+)"
+)
+# DeepSpeed engine progress line (log_dist every steps_per_print): "step=10, skipped=6, lr=[…]"
+DS_STEP_SKIPPED = re.compile(r"\bstep=(\d+), skipped=(\d+)")
+# maskrcnn-benchmark / apex.fp16_utils DynamicLossScaler: "Grad overflow on iteration 3"
+GRAD_OVERFLOW_ITER = re.compile(r"Grad overflow on iteration(?:\s+(\d+)\s*$)?")
+# fairseq trainer: "NOTE: overflow detected, setting loss scale to: 64.0", newer "NOTE: gradient
+# overflow detected, ignoring gradient, setting loss scale to: 64.0"; 2019: "| WARNING: overflow …"
+FAIRSEQ_OVERFLOW = re.compile(
+    r"(?:NOTE|WARNING): (?:gradient )?overflow detected, (?:ignoring gradient, )?setting loss "
+    r"scale to: ([0-9.eE+-]+)"
+)
+# Megatron-LM training.py log line: " iteration  100/ 500000 | … | number of skipped iterations:
+# 3 | number of nan iterations:   0 |" (counts over the log interval)
+MEGATRON_SKIPPED = re.compile(
+    r"iteration\s+(\d+)/\s*\d+\s*\|.*?number of skipped iterations:\s*(\d+)"
+    r"(?:.*?number of nan iterations:\s*(\d+))?"
+)
+MIN_LOSS_SCALE = re.compile(
+    r"Current loss scale already at minimum|Minimum loss scale reached \(([0-9.eE+-]+)\)"
+)
+
+# --- NCCL watchdog (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp) ------------------------
+# 1.x: "[E ProcessGroupNCCL.cpp:566] [Rank 3] Watchdog caught collective operation timeout:
+# WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800450 milliseconds before timing out."
+# >= 1.10 adds SeqNum=, >= 2.0 NumelIn=/NumelOut=; 2.2+ prefixes "[rank3]:[E321 02:07:08.4 …]";
+# the same text is repeated in "NCCL watchdog thread terminated with exception: …" lines.
+NCCL_TIMEOUT = re.compile(
+    r"Rank (\d+)\] Watchdog caught collective operation timeout: WorkNCCL\("
+    r"((?:[^()]|\([^()]*\))*)\) ran for (\d+) milliseconds"
+)
+NCCL_WORK_FIELD = re.compile(r"(\w+(?:\(ms\))?)=([^,]+)")
+
+# --- threads ---------------------------------------------------------------------------------
+# torch.distributed.run / launch (run.py): "Setting OMP_NUM_THREADS environment variable for each
+# process to be 1 in default, to avoid your system being overloaded, …"
+OMP_DEFAULT = re.compile(
+    r"Setting OMP_NUM_THREADS environment variable for each process to be (\d+) in default"
+)
+OMP_VALUE = re.compile(r"\bOMP_NUM_THREADS\s*[=:]\s*['\"]?(\d+)")
+NPROC = re.compile(r"--(?:nproc[_-]per[_-]node|ntasks-per-node)[= ](\d+)")
+LSCPU_CPUS = re.compile(r"^\s*CPU\(s\):\s+(\d+)\s*$")
+
+# --- epoch length (for the inter-epoch stall) ------------------------------------------------
+# MMEngine "Epoch(train)  [1][  24/1051]"; timm/DeiT/maskrcnn "Epoch: [0]  [ 10/1251]"; Lightning
+# tqdm "Epoch 3:  45%|████▌     | 450/1000 [01:02<…" (Lightning 1.x counts validation batches too).
+EPOCH_LEN = re.compile(
+    r"Epoch(?:\(train\)\s*|: )\[\s*\d+\s*\]\s*\[\s*\d+\s*/\s*(\d+)\s*\]"
+    r"|Epoch \d+:\s+\d+%\|[^|]*\|\s*\d+/(\d+)\s*\["
+)

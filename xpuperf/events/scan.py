@@ -1,0 +1,332 @@
+"""Stream training logs and collect the framework warnings they print.
+
+:func:`scan_files` reads each file once in 8 MiB chunks (``.gz`` decompressed transparently, as
+:func:`xpuperf.calibrate.nccllog.has_nccl_lines` does), looks for the fixed byte markers of
+:mod:`xpuperf.events.patterns` in the raw bytes, and decodes and matches only the lines holding
+one. Line numbers are exact (1-based, counted in the decompressed text). Parquet files, files with
+a NUL byte in their first 8 KiB and structured step tables (``.csv``, ``.tsv``, ``.json``,
+``.jsonl``) are skipped: they cannot hold framework output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import zlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xpuperf.events import patterns as pat
+
+CHUNK = 8 << 20
+TABLE_SUFFIXES = (".csv", ".tsv", ".json", ".jsonl", ".parquet")
+MAX_TEXT = 300
+"""Characters of a line kept as the event's text."""
+
+
+@dataclass
+class Event:
+    """One kind of warning as it appeared in the input.
+
+    Attributes:
+        kind: event kind (``ddp_no_unused``, ``nccl_timeout``, ``apex_overflow``…).
+        file: file of the first occurrence.
+        line: 1-based line number of the first occurrence in ``file``.
+        count: number of lines with this warning over all files.
+        text: the first occurrence as printed (ANSI codes removed, cut at 300 characters).
+    """
+
+    kind: str
+    file: str
+    line: int
+    count: int
+    text: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "file": self.file,
+            "line": self.line,
+            "count": self.count,
+            "text": self.text,
+        }
+
+
+@dataclass
+class Facts:
+    """What the scan read: events plus the values the checks need.
+
+    ``ranks[kind]`` holds the ranks (launcher prefix or message) that printed each kind.
+    """
+
+    text_files: list[str] = field(default_factory=list)
+    skipped_files: list[str] = field(default_factory=list)
+    lines: int = 0
+    events: dict[str, Event] = field(default_factory=dict)
+    ranks: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+    warnings: list[str] = field(default_factory=list)
+    # DDP
+    unused_params: dict[int, int] = field(default_factory=dict)  # rank -> indices listed
+    # DataLoader
+    few_workers_loaders: set[str] = field(default_factory=set)
+    suggested_workers: int | None = None
+    worker_pids: set[str] = field(default_factory=set)
+    worker_signals: set[str] = field(default_factory=set)
+    # overflow
+    overflow_per_rank: dict[int | None, int] = field(default_factory=lambda: defaultdict(int))
+    overflow_iters: set[str] = field(default_factory=set)  # as printed, see distinct_iters()
+    loss_scales: list[float] = field(default_factory=list)
+    megatron: list[tuple[int, int, int]] = field(default_factory=list)  # (iter, skipped, nan)
+    ds_step: tuple[int, int] | None = None  # last (step, skipped)
+    # NCCL
+    timeouts: dict[tuple[int, str, str], dict[str, object]] = field(default_factory=dict)
+    # threads
+    omp_default: int | None = None
+    omp_values: set[int] = field(default_factory=set)
+    nproc: int | None = None
+    cpus: int | None = None
+    # epochs
+    steps_per_epoch: int | None = None
+
+    def add(self, kind: str, file: str, line: int, text: str, rank: int | None) -> None:
+        ev = self.events.get(kind)
+        if ev is None:
+            self.events[kind] = Event(kind, file, line, 1, text.strip()[:MAX_TEXT])
+        else:
+            ev.count += 1
+        if rank is not None:
+            self.ranks[kind].add(rank)
+
+
+def distinct_iters(printed: set[str]) -> set[int]:
+    """Iteration numbers of ``Grad overflow on iteration N`` lines, without the numbers made by
+    interleaving: ranks printing `` 3`` at once give ``33`` (the text of a seen number repeated),
+    as in the MLPerf maskrcnn log of 8 ranks."""
+    out = set()
+    for s in printed:
+        glued = any(
+            len(s) % len(t) == 0 and len(s) > len(t) and t * (len(s) // len(t)) == s
+            for t in printed
+        )
+        if not glued:
+            out.add(int(s))
+    return out
+
+
+def _kind_of_file(path: Path) -> str:
+    """'text', 'table' (structured step table) or 'binary'."""
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    if name.endswith(TABLE_SUFFIXES):
+        return "table"
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4)
+        if head[:2] == b"\x1f\x8b":
+            with gzip.open(path, "rb") as fh:
+                head = fh.read(8192)
+        else:
+            with path.open("rb") as fh:
+                head = fh.read(8192)
+    except (OSError, EOFError, zlib.error):
+        return "binary"
+    if head.startswith(b"PAR1") or b"\x00" in head:
+        return "binary"
+    return "text"
+
+
+def scan_files(paths: list[Path]) -> Facts:
+    """Scan ``paths`` (text logs, ``.gz`` allowed) and return the :class:`Facts`.
+
+    Unreadable files and corrupt gzip streams are reported in ``Facts.warnings`` and read as far
+    as they are good; nothing raises for bad content.
+    """
+    facts = Facts()
+    for path in paths:
+        path = Path(path)
+        if not path.is_file():
+            facts.warnings.append(f"{path}: not a file; not scanned for framework warnings")
+            continue
+        kind = _kind_of_file(path)
+        if kind != "text":
+            facts.skipped_files.append(str(path))
+            continue
+        try:
+            _scan_one(path, facts)
+        except (OSError, EOFError, zlib.error) as exc:
+            facts.warnings.append(
+                f"{path}: read stopped ({exc.__class__.__name__}: {exc}); the lines before were "
+                "scanned for framework warnings"
+            )
+        facts.text_files.append(str(path))
+    return facts
+
+
+def _scan_one(path: Path, facts: Facts) -> None:
+    with path.open("rb") as fh:
+        gz = fh.read(2) == b"\x1f\x8b"
+    opener = gzip.open if gz else open
+    name = str(path)
+    base = 0  # lines before the current body
+    carry = b""
+    with opener(path, "rb") as fh:  # type: ignore[operator]
+        while True:
+            chunk = fh.read(CHUNK)
+            buf = carry + chunk
+            if not chunk:
+                body, carry = buf, b""
+            else:
+                cut = buf.rfind(b"\n") + 1
+                if cut == 0:
+                    carry = buf
+                    continue
+                body, carry = buf[:cut], buf[cut:]
+            if body:
+                _scan_body(body, base, name, facts)
+                base += body.count(b"\n")
+                if not body.endswith(b"\n"):
+                    base += 1
+            if not chunk:
+                break
+    facts.lines += base
+
+
+def _scan_body(body: bytes, base: int, name: str, facts: Facts) -> None:
+    """Find marker lines in ``body`` (whole lines) and hand each to :func:`_line`."""
+    markers = pat.MARKERS if facts.steps_per_epoch else (*pat.MARKERS, pat.EPOCH_MARKER)
+    spans: set[tuple[int, int]] = set()
+    for mark in markers:
+        i = body.find(mark)
+        while i != -1:
+            s = body.rfind(b"\n", 0, i) + 1
+            e = body.find(b"\n", i)
+            if e == -1:
+                e = len(body)
+            spans.add((s, e))
+            i = body.find(mark, e)
+    pos, no = 0, base
+    for s, e in sorted(spans):
+        no += body.count(b"\n", pos, s)
+        pos = s
+        text = body[s:e].decode("utf-8", "replace")
+        for seg in text.split("\r"):
+            if seg.strip():
+                _line(pat.ANSI.sub("", seg), name, no + 1, facts)
+
+
+def _line(seg: str, name: str, no: int, facts: Facts) -> None:
+    """Match one line segment against every pattern whose marker it holds."""
+    rank = pat.prefix_rank(seg)
+    add = facts.add
+    if "find_unused_parameters" in seg or "did not receive grad" in seg or "Expected to" in seg:
+        if pat.DDP_NO_UNUSED.search(seg):
+            add("ddp_no_unused", name, no, seg, rank)
+        if pat.DDP_UNUSED_ERROR.search(seg):
+            add("ddp_unused_error", name, no, seg, rank)
+        m = pat.DDP_UNUSED_INDICES.search(seg)
+        if m:
+            r = int(m.group(1))
+            facts.unused_params[r] = len(seg[m.end() :].split())
+            add("ddp_unused_error", name, no, seg, r)
+    if "ddp_spawn" in seg:
+        for kind, rx in (
+            ("spawn_not_persistent", pat.SPAWN_NOT_PERSISTENT),
+            ("spawn_do_not_mix", pat.SPAWN_DO_NOT_MIX),
+            ("spawn_no_workers", pat.SPAWN_NO_WORKERS),
+        ):
+            if rx.search(seg):
+                add(kind, name, no, seg, rank)
+    if "does not have many workers" in seg:
+        m = pat.FEW_WORKERS.search(seg)
+        if m:
+            add("few_workers", name, no, seg, rank)
+            facts.few_workers_loaders.add((m.group("a") or m.group("b")).strip())
+            c = pat.FEW_WORKERS_CPUS.search(seg)
+            if c:
+                facts.cpus = int(c.group(1))
+            g = pat.FEW_WORKERS_SUGGEST.search(seg)
+            if g:
+                facts.suggested_workers = int(g.group(1))
+    if "DataLoader worker" in seg or "bus error" in seg:
+        m = pat.WORKER_KILLED.search(seg)
+        if m:
+            facts.worker_pids.update(p.strip() for p in m.group(1).split(",") if p.strip())
+            if m.group(2):
+                facts.worker_signals.add(m.group(2).strip())
+            add("worker_killed", name, no, seg, rank)
+        elif pat.WORKER_BUS_ERROR.search(seg):
+            facts.worker_signals.add("Bus error")
+            add("worker_killed", name, no, seg, rank)
+    if "verflow" in seg or "OVERFLOW" in seg:
+        _overflow(seg, name, no, rank, facts)
+    if "skipped" in seg:
+        m = pat.MEGATRON_SKIPPED.search(seg)
+        if m:
+            facts.megatron.append((int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)))
+            if int(m.group(2)) > 0:
+                add("megatron_skipped", name, no, seg, rank)
+        m = pat.DS_STEP_SKIPPED.search(seg)
+        if m:
+            facts.ds_step = (int(m.group(1)), int(m.group(2)))
+    if "minimum" in seg.lower() and pat.MIN_LOSS_SCALE.search(seg):
+        add("min_loss_scale", name, no, seg, rank)
+    if "collective operation timeout" in seg:
+        m = pat.NCCL_TIMEOUT.search(seg)
+        if m:
+            r = int(m.group(1))
+            work = dict(pat.NCCL_WORK_FIELD.findall(m.group(2)))
+            key = (r, work.get("SeqNum", "?"), work.get("OpType", "?"))
+            if key not in facts.timeouts:
+                work["ran_ms"] = m.group(3)
+                work["file"], work["line"] = name, no
+                facts.timeouts[key] = work
+                add("nccl_timeout", name, no, seg, r)
+    if "OMP_NUM_THREADS" in seg:
+        m = pat.OMP_DEFAULT.search(seg)
+        if m:
+            facts.omp_default = int(m.group(1))
+            add("omp_default", name, no, seg, rank)
+        else:
+            facts.omp_values.update(int(v) for v in pat.OMP_VALUE.findall(seg))
+    if "nproc" in seg or "ntasks-per-node" in seg:
+        m = pat.NPROC.search(seg)
+        if m:
+            facts.nproc = int(m.group(1))
+    if "CPU(s):" in seg:
+        m = pat.LSCPU_CPUS.match(seg)
+        if m:
+            facts.cpus = int(m.group(1))
+    if facts.steps_per_epoch is None and "Epoch" in seg:
+        m = pat.EPOCH_LEN.search(seg)
+        if m:
+            facts.steps_per_epoch = int(m.group(1) or m.group(2))
+
+
+def _overflow(seg: str, name: str, no: int, rank: int | None, facts: Facts) -> None:
+    m = pat.APEX_OVERFLOW.search(seg)
+    kind = None
+    if m:
+        kind = "apex_overflow"
+        _scale(m.group(2), facts)
+    elif m := pat.DS_OVERFLOW.search(seg):
+        kind = "deepspeed_overflow"
+        if m.group("rank") is not None and rank is None:
+            rank = int(m.group("rank"))
+        _scale(m.group("scale"), facts)
+    elif m := pat.FAIRSEQ_OVERFLOW.search(seg):
+        kind = "fairseq_overflow"
+        _scale(m.group(1), facts)
+    elif m := pat.GRAD_OVERFLOW_ITER.search(seg):
+        kind = "grad_overflow"
+        if m.group(1) is not None:
+            facts.overflow_iters.add(m.group(1))
+    if kind is not None:
+        facts.add(kind, name, no, seg, rank)
+        facts.overflow_per_rank[rank] += 1
+
+
+def _scale(value: str, facts: Facts) -> None:
+    with contextlib.suppress(ValueError):
+        facts.loss_scales.append(float(value))
