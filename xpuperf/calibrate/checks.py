@@ -19,7 +19,7 @@ from pathlib import Path
 
 from xpuperf.calibrate.fit import BW_TARGET, LAT_TARGET, MIB, Fit
 from xpuperf.calibrate.nccltests import TableInfo
-from xpuperf.findings import Finding, Severity
+from xpuperf.findings import Check, CheckStatus, Finding, Severity
 from xpuperf.topology.model import Cluster
 
 PLATEAU_FRACTION = 0.70  # issue 10: flag busbw below 70 % of the line rate
@@ -123,8 +123,9 @@ def table_findings(path: str, table: TableInfo, wrong: float) -> list[Finding]:
     ]
 
 
-def _ceiling(fit: Fit, cluster: Cluster) -> tuple[float, str, list[str]] | None:
-    """(busbw ceiling GB/s, what it is, likely topology causes) or None when unknown."""
+def ceiling(fit: Fit, cluster: Cluster) -> tuple[float, str, list[str]] | None:
+    """(busbw ceiling GB/s, what it is, likely topology causes) or None when unknown; ``fit``
+    is anything with ``nodes`` and ``ranks`` (a :class:`Fit` or a single measurement)."""
     if fit.nodes is None or fit.ranks is None or fit.nodes > len(cluster.nodes):
         return None
     per_node = max(1, fit.ranks // fit.nodes)
@@ -170,11 +171,11 @@ def _ceiling(fit: Fit, cluster: Cluster) -> tuple[float, str, list[str]] | None:
 
 def topology_findings(fit: Fit, cluster: Cluster) -> list[Finding]:
     """XP601 for one fit against a topology."""
-    got = _ceiling(fit, cluster)
+    got = ceiling(fit, cluster)
     if got is None:
         return []
-    ceiling, what, causes = got
-    frac = fit.busbw_GBps / ceiling if ceiling > 0 else float("inf")
+    ceil, what, causes = got
+    frac = fit.busbw_GBps / ceil if ceil > 0 else float("inf")
     if frac >= PLATEAU_FRACTION:
         return []
     named = causes + (list(SOFTWARE_CAUSES) if fit.nodes and fit.nodes > 1 else [])
@@ -183,7 +184,7 @@ def topology_findings(fit: Fit, cluster: Cluster) -> list[Finding]:
             "XP601",
             Severity.WARNING,
             f"{_label(fit)}: busbw plateau {_gb(fit.busbw_GBps)} is {frac:.0%} of the "
-            f"{_gb(ceiling)} the topology allows ({what}; threshold {PLATEAU_FRACTION:.0%}). "
+            f"{_gb(ceil)} the topology allows ({what}; threshold {PLATEAU_FRACTION:.0%}). "
             f"Likely causes: {'; '.join(named) if named else 'links slower than described'}. "
             "Check with NCCL_DEBUG=INFO which transport each channel uses.",
             {
@@ -191,9 +192,103 @@ def topology_findings(fit: Fit, cluster: Cluster) -> list[Finding]:
                 "ranks": fit.ranks,
                 "nodes": fit.nodes,
                 "busbw_GBps": fit.busbw_GBps,
-                "ceiling_GBps": ceiling,
+                "ceiling_GBps": ceil,
                 "fraction": frac,
                 "causes": named,
             },
         )
     ]
+
+
+def _merge(name: str, title: str, parts: list[tuple[CheckStatus, str]], codes: tuple) -> Check:
+    """One check over several fits/tables: problem if any is, clean if all are."""
+    if not parts:
+        return Check(name, title, CheckStatus.NOT_CHECKED, "no fitted group", ())
+    stats = [s for s, _ in parts]
+    status = (
+        CheckStatus.PROBLEM if CheckStatus.PROBLEM in stats
+        else CheckStatus.CLEAN if all(s == CheckStatus.CLEAN for s in stats)
+        else CheckStatus.NOT_CHECKED
+    )  # fmt: skip
+    return Check(name, title, status, "; ".join(e for _, e in parts), codes)
+
+
+def fit_checks(fits: list[Fit], findings: list[Finding], cluster: Cluster | None) -> list[Check]:
+    """``calibrate.*`` checks of XP601, XP602, XP604, XP605 over the fits (from ``findings``)."""
+
+    def has(code: str, fit: Fit) -> bool:
+        return any(f.code == code and f.data.get("collective") == fit.collective
+                   and f.data.get("ranks") == fit.ranks and f.data.get("nodes") == fit.nodes
+                   for f in findings)  # fmt: skip
+
+    acc, lat, rise, topo = [], [], [], []
+    for fit in fits:
+        a, lab = fit.accuracy(), _label(fit)
+        bw = a["busbw_max_err_ge_1MiB"]
+        if has("XP602", fit):
+            acc.append((CheckStatus.PROBLEM, f"{lab}: held-out error above target"))
+        elif bw is None and a["latency_floor_err"] is None:
+            acc.append((CheckStatus.NOT_CHECKED, f"{lab}: too few sizes to leave one out"))
+        else:
+            acc.append((CheckStatus.CLEAN, f"{lab}: held-out busbw error {bw or 0:.0%}"))
+        lat.append(
+            (CheckStatus.NOT_CHECKED, f"{lab}: smallest size not latency-bound")
+            if has("XP604", fit)
+            else (CheckStatus.CLEAN, f"{lab}: latency floor {fit.latency_us:.3g} µs measured")
+        )
+        rise.append(
+            (CheckStatus.NOT_CHECKED, f"{lab}: busbw still rising at the largest size")
+            if has("XP605", fit)
+            else (CheckStatus.CLEAN, f"{lab}: plateau {_gb(fit.busbw_GBps)} reached")
+        )
+        got = ceiling(fit, cluster) if cluster is not None else None
+        if cluster is None:
+            topo.append((CheckStatus.NOT_CHECKED, f"{lab}: no topology; pass --topology FILE"))
+        elif got is None:
+            topo.append(
+                (
+                    CheckStatus.NOT_CHECKED,
+                    f"{lab}: the topology gives no ceiling (NIC speed or node count unknown)",
+                )
+            )
+        elif has("XP601", fit):
+            topo.append(
+                (
+                    CheckStatus.PROBLEM,
+                    f"{lab}: plateau below {PLATEAU_FRACTION:.0%} of {_gb(got[0])}",
+                )
+            )
+        else:
+            topo.append(
+                (
+                    CheckStatus.CLEAN,
+                    f"{lab}: plateau {_gb(fit.busbw_GBps)} vs {_gb(got[0])} ({got[1]})",
+                )
+            )
+    hit = {f.code for f in findings}
+    return [
+        _merge("calibrate.busbw_vs_topology", "busbw plateau vs the topology", topo,
+               ("XP601",) if "XP601" in hit else ()),
+        _merge("calibrate.accuracy", "held-out accuracy of the fit", acc,
+               ("XP602",) if "XP602" in hit else ()),
+        _merge("calibrate.latency_floor", "latency floor measured", lat,
+               ("XP604",) if "XP604" in hit else ()),
+        _merge("calibrate.plateau", "busbw plateau reached", rise,
+               ("XP605",) if "XP605" in hit else ()),
+    ]  # fmt: skip
+
+
+def wrong_check(tables: list[tuple[str, TableInfo]], wrong: list[float]) -> Check:
+    """``calibrate.wrong_results`` (XP603) over every table; ``wrong`` per table."""
+    parts = []
+    for (path, t), w in zip(tables, wrong, strict=True):
+        where = f"{Path(path).name}:{t.header_line}"
+        if (t.check_kind == "#wrong" and w > 0) or t.out_of_bounds:
+            parts.append((CheckStatus.PROBLEM, f"{where}: wrong results reported"))
+        elif t.check_kind == "#wrong" or t.out_of_bounds is not None:
+            parts.append((CheckStatus.CLEAN, f"{where}: 0 wrong elements in {t.rows} rows"))
+        else:
+            parts.append((CheckStatus.NOT_CHECKED, f"{where}: old layout prints a max error, "
+                          "not a count, and no '# Out of bounds values' line"))  # fmt: skip
+    codes = ("XP603",) if any(s == CheckStatus.PROBLEM for s, _ in parts) else ()
+    return _merge("calibrate.wrong_results", "nccl-tests result validation", parts, codes)

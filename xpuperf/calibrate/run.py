@@ -20,13 +20,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from xpuperf.calibrate import checks
+from xpuperf.calibrate import checks, single
 from xpuperf.calibrate.fit import MAX_LINES, Fit, fit_frame
 from xpuperf.calibrate.nccllog import has_nccl_lines
 from xpuperf.calibrate.nccllog_checks import diagnose
 from xpuperf.calibrate.nccltests import TableInfo, read_nccl_tests
 from xpuperf.errors import InputError, UsageError
-from xpuperf.findings import Finding
+from xpuperf.findings import Check, Finding
+from xpuperf.topology import evidence
 from xpuperf.topology.model import Cluster
 
 MEASUREMENTS = ("best", "out-of-place", "in-place")
@@ -45,6 +46,9 @@ class CalibrationResult:
         measurement: which timing was fitted; topology: its path or preset name, if given.
         nccl: one ``NcclReport`` per file that also holds NCCL INFO lines (their XP65x findings
             are in ``findings``).
+        checks: one :class:`~xpuperf.findings.Check` per check (docs/diagnosis.md).
+        measurements: groups too small to fit, reported as single measurements
+            (:mod:`.single`); link: the ``--link`` given, if any.
     """
 
     fits: list[Fit]
@@ -55,6 +59,11 @@ class CalibrationResult:
     measurement: str = "best"
     topology: str | None = None
     nccl: list = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+    measurements: list[single.Measurement] = field(default_factory=list)
+    link: single.Link | None = None
+    base_findings: list[Finding] = field(default_factory=list)
+    wrong: list[float] = field(default_factory=list)
 
 
 def calibrate_files(
@@ -66,6 +75,8 @@ def calibrate_files(
     collective: str | None = None,
     max_lines: int = MAX_LINES,
     pool: bool = False,
+    link: single.Link | None = None,
+    ranks: int | None = None,
 ) -> CalibrationResult:
     """Parse ``files``, fit every (collective, ranks, nodes) group, derive findings.
 
@@ -78,6 +89,8 @@ def calibrate_files(
         collective: force the collective of every table (else detected).
         max_lines: largest number of α–β lines (1 = plain α–β).
         pool: fit files with the same (collective, ranks, nodes) together (default: per file).
+        link: what one link gives (``--link``), for groups too small to fit.
+        ranks: rank count for tables that do not say it (no preamble, busbw/algbw unusable).
 
     Raises:
         UsageError: no files, bad ``measurement``/``max_lines``, or nothing to fit.
@@ -106,46 +119,76 @@ def calibrate_files(
         tables += [(str(f), t) for t in res.tables]
         warnings += res.warnings
     frame = pd.concat(frames, ignore_index=True)
+    if ranks is not None:
+        if ranks < 1:
+            raise UsageError(f"--ranks must be >= 1, got {ranks}")
+        frame["ranks"] = frame["ranks"].fillna(ranks)
+        for _, t in tables:
+            t.ranks = t.ranks or ranks
     fits = fit_frame(frame, measurement=measurement, max_lines=max_lines, pool=pool)
     fitted = {(s, f.collective, f.ranks, f.nodes) for f in fits for s in f.sources}
+    measurements = []
     for key, g in frame.groupby(["source", "collective", "ranks", "nodes"], dropna=False):
-        src, coll, ranks, nodes = key
-        ranks = None if pd.isna(ranks) else int(ranks)
+        src, coll, n, nodes = key
+        n = None if pd.isna(n) else int(n)
         nodes = None if pd.isna(nodes) else int(nodes)
-        if (src, coll, ranks, nodes) not in fitted:
-            warnings.append(
-                f"{src}: {coll} on {ranks} ranks / {nodes} nodes has "
-                f"{g['size_bytes'][g['size_bytes'] > 0].nunique()} distinct size(s) > 0, fewer "
-                "than the 2 a fit needs; not fitted — run nccl-tests over a size range "
-                "(-b 8 -e 1G -f 2)"
-            )
-    if not fits:
-        raise UsageError("no (collective, ranks, nodes) group has 2 or more sizes to fit")
+        if (src, coll, n, nodes) not in fitted and (m := single.measurement(str(src), g)):
+            measurements.append(m)
+    if not fits and not measurements:
+        raise UsageError("no result row with a size > 0 to fit or compare; run nccl-tests "
+                         "over a size range (-b 8 -e 1G -f 2)")  # fmt: skip
     findings: list[Finding] = []
+    wrongs = []
     for i, (path, t) in enumerate(tables):
         rows = frame[frame["table"] == i]
         wrong = pd.to_numeric(rows["check"], errors="coerce").fillna(0).sum()
         wrong += pd.to_numeric(rows["inplace_check"], errors="coerce").fillna(0).sum()
-        findings += checks.table_findings(path, t, float(wrong) if t.check_kind == "#wrong" else 0)
+        wrongs.append(float(wrong) if t.check_kind == "#wrong" else 0.0)
+        findings += checks.table_findings(path, t, wrongs[-1])
     for fit in fits:
         findings += checks.fit_findings(fit)
-    result = CalibrationResult(fits, tables, frame, findings, warnings, measurement)
+    result = CalibrationResult(fits, tables, frame, [], warnings, measurement)
+    result.measurements, result.link, result.wrong = measurements, link, wrongs
     for f in files:  # NCCL_DEBUG=INFO lines around the tables (corpus 16, 19): XP650–XP659
         if has_nccl_lines(f):
             report = diagnose([f])
             result.nccl.append(report)
-            result.findings += report.findings
+            findings += report.findings
+    result.base_findings = findings
     if cluster is not None:
         add_topology_findings(result, cluster, topology_name)
-    result.findings.sort(key=lambda f: (-f.severity.rank, f.code))
+    else:
+        _finish(result, None)
     return result
+
+
+def _finish(result: CalibrationResult, cluster: Cluster | None) -> None:
+    """Findings and checks that depend on the topology (XP601, XP606/XP607, XP520)."""
+    found = list(result.base_findings)
+    if cluster is not None:
+        for fit in result.fits:
+            found += checks.topology_findings(fit, cluster)
+    out = checks.fit_checks(result.fits, found, cluster) if result.fits else []
+    out.append(checks.wrong_check(result.tables, result.wrong))
+    for m in result.measurements:
+        link = result.link
+        if cluster is not None and (got := checks.ceiling(m, cluster)) is not None:
+            link = single.Link(got[0], f"the topology ({got[1]})")
+        check, fs = single.judge(m, link)
+        out.append(check)
+        found += fs
+    names = [d for _, t in result.tables for d in t.devices]
+    check, fs = evidence.consumer_p2p(names, cluster=cluster)
+    out.append(check)
+    found += fs
+    result.checks = out
+    result.findings = sorted(found, key=lambda f: (-f.severity.rank, f.code))
 
 
 def add_topology_findings(
     result: CalibrationResult, cluster: Cluster, topology_name: str | None = None
 ) -> None:
-    """Compare every fit's busbw plateau with ``cluster`` (XP601), in place."""
+    """Compare every fit's busbw plateau (XP601) and every single measurement (XP606) with
+    ``cluster``; recomputes findings and checks in place."""
     result.topology = topology_name
-    for fit in result.fits:
-        result.findings += checks.topology_findings(fit, cluster)
-    result.findings.sort(key=lambda f: (-f.severity.rank, f.code))
+    _finish(result, cluster)

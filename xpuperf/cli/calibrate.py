@@ -14,6 +14,7 @@ import typer
 from xpuperf.calibrate.nccltests import COLLECTIVES
 from xpuperf.calibrate.render import render_calibration_yaml, render_json, render_terminal
 from xpuperf.calibrate.run import MEASUREMENTS, add_topology_findings, calibrate_files
+from xpuperf.calibrate.single import parse_link
 from xpuperf.cli.console import err_console, out_console
 from xpuperf.errors import UsageError
 from xpuperf.report.output import check_not_input, write_text_atomic
@@ -63,19 +64,32 @@ def calibrate(
     json_out: Annotated[
         str | None, typer.Option("--json", help="Write the JSON result to PATH, or - for stdout.")
     ] = None,
+    link: Annotated[
+        str | None,
+        typer.Option(
+            help="Link under a single measurement when no --topology: pcie3|pcie4|pcie5|pcie6, "
+            "nvlink-a100|nvlink-h100|…, or a NIC rate such as 400Gbps."
+        ),
+    ] = None,
+    ranks: Annotated[
+        int | None, typer.Option(min=1, help="Rank count when the output does not say it.")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary.")] = False,
 ) -> None:
-    """Fit latency and bus bandwidth to nccl-tests results; flag busbw far below the topology."""
+    """Fit latency and bus bandwidth to nccl-tests results; flag busbw far below the topology.
+    A single size (one row) is compared with the link under it (--topology or --link)."""
     err = err_console()
     for out in (output, json_out):
         if out and out != "-":
             inputs = [*files, *([topology] if topology else [])]  # the topology file too
             check_not_input(out, [p for p in inputs if Path(p).exists()])
     result = calibrate_files(
-        files, measurement=measurement, collective=collective, max_lines=max_lines, pool=pool
-    )
+        files, measurement=measurement, collective=collective, max_lines=max_lines, pool=pool,
+        link=parse_link(link), ranks=ranks,
+    )  # fmt: skip
     if topology is not None:
-        nodes = max((f.nodes or 1 for f in result.fits), default=1)
+        groups = [*result.fits, *result.measurements]
+        nodes = max((g.nodes or 1 for g in groups), default=1)
         add_topology_findings(result, _cluster(topology, nodes), topology)
     for w in result.warnings:
         err.print("warning: " + safe(w))

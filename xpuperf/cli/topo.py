@@ -22,10 +22,10 @@ from xpuperf.errors import GateFailedError, UsageError
 from xpuperf.findings import Severity
 from xpuperf.report.output import check_not_input, write_text_atomic
 from xpuperf.report.terminal import safe
-from xpuperf.topology import audit, presets
+from xpuperf.topology import audit, evidence, presets
 from xpuperf.topology import binding as bind
 from xpuperf.topology.binding import audit as bind_audit
-from xpuperf.topology.importers import import_files, load_any
+from xpuperf.topology.importers import detect, import_files, load_any, read_text
 from xpuperf.topology.model import Cluster
 from xpuperf.topology.schema import UnitError, parse_quantity
 from xpuperf.topology.view import describe, to_json_dict
@@ -108,6 +108,21 @@ def nic_speed_Gbps(text: str | None, flag: str) -> float | None:
     return speed
 
 
+def _evidence(files: list[str], cluster: Cluster | None) -> tuple[list, list]:
+    """Checks and findings of :mod:`xpuperf.topology.evidence` over the raw input files."""
+    texts = [(f, read_text(f)) for f in files if Path(f).is_file()]
+    checks, findings, _ = evidence.assess(texts, cluster)
+    return checks, findings
+
+
+def _print_checks(console, checks: list) -> None:
+    console.print("checks:", markup=False)
+    for c in checks:
+        codes = f" [{', '.join(c.codes)}]" if c.codes else ""
+        line = f"  {c.status.value:<11} {c.name}{codes}: {c.evidence}"
+        console.print(line, markup=False, soft_wrap=True)
+
+
 def _check_json_opt(json_out: str | None) -> None:
     if json_out is not None and not json_out.strip():
         raise UsageError("--json needs a file name, or - for stdout")
@@ -142,6 +157,8 @@ def show(
         console = out_console()
         for line in describe(cluster):
             console.print(line, markup=False, soft_wrap=True)
+        for f in _evidence([file] if file else [], cluster)[1]:
+            console.print(f"{f.code} {f.severity.value}: {f.message}", markup=False, soft_wrap=True)
 
 
 @topo_app.command("check")
@@ -184,6 +201,10 @@ def check(
     _check_json_opt(json_out)
     cluster = resolve(file, preset, nodes, cards_per_node, nic, nics_per_node)
     findings = audit.check(cluster)
+    checks = audit.checks(cluster, findings)
+    ev_checks, ev_findings = _evidence([file] if file else [], cluster)
+    checks += ev_checks
+    findings = sorted(findings + ev_findings, key=lambda f: (-f.severity.rank, f.code))
     doc: dict = {}
     if binding is not None:
         bf = bind.read_binding(binding, binding_format)
@@ -199,7 +220,8 @@ def check(
             err.print("note: " + safe(note), markup=False)
     inputs = [p for p in (file, binding) if p]
     if json_out:
-        _emit_json({"findings": [f.to_dict() for f in findings], **doc}, json_out, inputs)
+        out = {"findings": [f.to_dict() for f in findings], "checks": [c.to_dict() for c in checks]}
+        _emit_json({**out, **doc}, json_out, inputs)
     if json_out != "-":
         console = out_console()
         if binding is not None:
@@ -208,6 +230,7 @@ def check(
             console.print("no topology findings", markup=False)
         for f in findings:
             console.print(f"{f.code} {f.severity.value}: {f.message}", markup=False, soft_wrap=True)
+        _print_checks(console, checks)
     if fail_on is not None:
         bar = Severity(fail_on).rank
         bad = [f for f in findings if f.severity.rank >= bar]
@@ -242,7 +265,13 @@ def import_(
     was inferred go to stderr."""
     if output is not None:
         check_not_input(output, files)
-    result = import_files(files)
+    topo_files, extra = [], []  # extra: files that only name cards or the hypervisor
+    for f in files:
+        text = read_text(f)
+        hints = evidence.scan(text, f)
+        known = bool(detect(text))
+        (topo_files if known or not (hints.gpu_names or hints.hypervisor) else extra).append(f)
+    result = import_files(topo_files)
     data = to_json_dict(result.cluster)
     if output is not None and output.lower().endswith(".json"):
         text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
@@ -256,6 +285,10 @@ def import_(
     err = err_console()
     for note in result.notes:
         err.print("note: " + safe(note))
+    for f in _evidence(files, result.cluster)[1]:
+        err.print(f"{f.code} {f.severity.value}: " + safe(f.message), markup=False)
+    for f in extra:
+        err.print(f"note: {safe(f)}: read for card names and VM hints only", markup=False)
     if output is None:
         sys.stdout.write(text)
         return

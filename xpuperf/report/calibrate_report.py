@@ -129,7 +129,9 @@ def to_json_dict(result: CalibrationResult) -> dict[str, Any]:
         "topology": result.topology,
         "inputs": inputs,
         "fits": fits,
+        "measurements": [m.to_dict() for m in result.measurements],
         "findings": [f.to_dict() for f in result.findings],
+        "checks": [c.to_dict() for c in result.checks],
         "warnings": result.warnings,
     }
 
@@ -211,7 +213,44 @@ def _pct(x: Any) -> str:
 
 
 def render_terminal(result: CalibrationResult, console: Console) -> None:
-    """Print the fits, their held-out accuracy and the findings."""
+    """Print the fits, their held-out accuracy, single measurements, findings and checks."""
+    if result.fits:
+        _fits_table(result, console)
+    if result.measurements:
+        _measurements_table(result, console)
+    for fnd in result.findings:
+        style = {"error": "bold red", "warning": "yellow", "info": "dim"}[fnd.severity.value]
+        console.print(f"{fnd.code} {fnd.severity.value}: ", style=style, end="", markup=False)
+        console.print(fnd.message, markup=False)
+    if not result.findings:
+        console.print("no findings", style="green")
+    if result.checks:
+        console.print("checks:", markup=False)
+        for c in result.checks:
+            codes = f" [{', '.join(c.codes)}]" if c.codes else ""
+            console.print(f"  {c.status.value:<11} {c.name}{codes}: {c.evidence}", markup=False)
+
+
+def _measurements_table(result: CalibrationResult, console: Console) -> None:
+    table = Table(title="single measurements (too few sizes to fit)", title_justify="left")
+    table.add_column("collective", no_wrap=True)
+    for col in ("ranks", "size", "time µs", "algbw GB/s", "busbw GB/s", "link GB/s", "of link"):
+        table.add_column(col, justify="right")
+    for m in result.measurements:
+        table.add_row(
+            m.collective,
+            str(m.ranks if m.ranks is not None else "?"),
+            _fmt_bytes(m.size_bytes),
+            f"{m.time_us:.0f}" if m.time_us >= 100 else f"{m.time_us:.3g}",
+            f"{m.algbw_GBps:.3g}",
+            f"{m.busbw_GBps:.3g}",
+            "n/a" if m.link_GBps is None else f"{m.link_GBps:.3g}",
+            "n/a" if m.fraction is None else f"{m.fraction:.0%}",
+        )
+    console.print(table)
+
+
+def _fits_table(result: CalibrationResult, console: Console) -> None:
     table = Table(title=f"xpuperf calibrate ({result.measurement} timings)", title_justify="left")
     table.add_column("collective", no_wrap=True)
     for col in ("ranks", "nodes", "lat µs", "busbw GB/s", "lines", "LOO bw", "LOO lat", "ok"):
@@ -246,9 +285,3 @@ def render_terminal(result: CalibrationResult, console: Console) -> None:
                 for ln in f.lines
             ]
             console.print(f"  {f.collective} {f.ranks}r: " + "; ".join(parts), markup=False)
-    for fnd in result.findings:
-        style = {"error": "bold red", "warning": "yellow", "info": "dim"}[fnd.severity.value]
-        console.print(f"{fnd.code} {fnd.severity.value}: ", style=style, end="", markup=False)
-        console.print(fnd.message, markup=False)
-    if not result.findings:
-        console.print("no findings", style="green")

@@ -18,7 +18,7 @@ from collections import defaultdict
 from itertools import combinations
 from typing import Any
 
-from xpuperf.findings import Finding, Severity
+from xpuperf.findings import Check, CheckStatus, Finding, Severity
 from xpuperf.topology.build import format_cpus
 from xpuperf.topology.model import Cluster, Node
 from xpuperf.topology.view import _shape
@@ -259,3 +259,54 @@ def _rank_order(cluster: Cluster) -> list[Finding]:
             "--map-by / block distribution.",
         )
     ]
+
+
+_CHECKS = (
+    # name, title, codes, evidence test (node-level; None: always has evidence), missing text
+    ("topology.nic_numa", "NIC on each card's socket", ("XP501",),
+     lambda n: bool(n.nics) and any(d.numa_node is not None for d in n.devices),
+     "no NICs or no NUMA node per card: import `nvidia-smi topo -m` (NUMA Affinity column)"),
+    ("topology.nic_sharing", "cards per NIC", ("XP502",), lambda n: bool(n.nics),
+     "no NICs in the description: import `nvidia-smi topo -m` run on the host"),
+    ("topology.numa_affinity", "NUMA affinity of every card", ("XP503",), None, ""),
+    ("topology.link_uniformity", "uniform card-to-card links", ("XP504",),
+     lambda n: len(n.devices) >= 2, "fewer than 2 cards per node"),
+    ("topology.link_groups", "equal fast-link groups", ("XP505",), None, ""),
+    ("topology.nic_assignment", "a NIC for every card", ("XP507",), lambda n: bool(n.nics),
+     "no NICs in the description"),
+    ("topology.nic_speed", "NIC speeds known", ("XP508",), lambda n: bool(n.nics),
+     "no NICs in the description"),
+    ("topology.rank_order", "rank order crosses nodes only where needed", ("XP506",), None, ""),
+)  # fmt: skip
+
+
+def checks(cluster: Cluster, findings: list[Finding]) -> list[Check]:
+    """One :class:`~xpuperf.findings.Check` per audit rule of :func:`check`, from its findings:
+    ``problem`` for a warning or error, ``not_checked`` when the description lacks the facts the
+    rule needs (or an info finding says they are unknown, XP503/XP508), else ``clean``."""
+    out = []
+    for name, title, codes, has, missing in _CHECKS:
+        got = [f for f in findings if f.code in codes]
+        hit = tuple(sorted({f.code for f in got}))
+        if any(f.severity.rank >= Severity.WARNING.rank for f in got):
+            status, ev = CheckStatus.PROBLEM, got[0].message.split(" Remedy:")[0]
+        elif got:
+            status, ev = CheckStatus.NOT_CHECKED, got[0].message.split(" Remedy:")[0]
+        elif has is not None and not all(has(n) for n in cluster.nodes):
+            status, ev = CheckStatus.NOT_CHECKED, missing
+        else:
+            status, ev = CheckStatus.CLEAN, _clean_evidence(name, cluster)
+        out.append(Check(name, title, status, ev, hit))
+    return out
+
+
+def _clean_evidence(name: str, cluster: Cluster) -> str:
+    cards = sum(len(n.devices) for n in cluster.nodes)
+    nics = sum(len(n.nics) for n in cluster.nodes)
+    return {
+        "topology.rank_order": f"{len(cluster.rank_slots)} ranks on {len(cluster.nodes)} node(s)",
+        "topology.link_groups": "fast-link groups of equal size, or no fast links",
+        "topology.numa_affinity": f"all {cards} card(s) have a NUMA node",
+    }.get(
+        name, f"{cards} card(s), {nics} NIC(s) on {len(cluster.nodes)} node(s) in the description"
+    )

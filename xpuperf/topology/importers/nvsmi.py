@@ -71,12 +71,9 @@ def _tail_positions(header: str) -> dict[str, int]:
     return {m.group(): m.start() for m in re.finditer(r"\S+(?: \S+)*", header) if m.group() in TAIL}
 
 
-def parse(text: str, source: str = "<text>") -> Imported:
-    """Read ``nvidia-smi topo -m`` output into one host's facts (see the module docstring).
-
-    Raises:
-        InputError: no table, a malformed row or an unknown cell code (file and line).
-    """
+def _table(text: str, source: str) -> tuple:
+    """(lines, header index, matrix columns, tail columns, tail positions, rows) of the table;
+    ``rows``: label → (cells, 1-based line, the line, its tail cells)."""
     lines = _ANSI.sub("", text).splitlines()
     start = next((i for i, ln in enumerate(lines) if _HEADER.match(ln)), None)
     if start is None:
@@ -86,8 +83,7 @@ def parse(text: str, source: str = "<text>") -> Imported:
     n = next((i for i, c in enumerate(cols) if c in TAIL), len(cols))
     matrix, tail_cols = cols[:n], cols[n:]
     tail_pos = _tail_positions(header.expandtabs(8))
-    imp, host = single_host(source, NAME)
-    rows: dict[str, tuple[list[str], int]] = {}
+    rows: dict[str, tuple[list[str], int, str, list[str]]] = {}
     for k in range(start + 1, len(lines)):
         line = lines[k]
         if not line.strip() or line.strip().startswith("Legend"):
@@ -95,9 +91,21 @@ def parse(text: str, source: str = "<text>") -> Imported:
         label, cells, tail = _cells(line.rstrip(), n, source, k + 1)
         if label not in matrix:
             raise InputError(f"row {label!r} is not a column of the header", source, k + 1)
-        rows[label] = (cells, k + 1)
+        rows[label] = (cells, k + 1, line, tail)
+    return lines, start, matrix, tail_cols, tail_pos, rows
+
+
+def parse(text: str, source: str = "<text>") -> Imported:
+    """Read ``nvidia-smi topo -m`` output into one host's facts (see the module docstring).
+
+    Raises:
+        InputError: no table, a malformed row or an unknown cell code (file and line).
+    """
+    imp, host = single_host(source, NAME)
+    lines, start, matrix, tail_cols, tail_pos, rows = _table(text, source)
+    for label, (_, ln, line, tail) in rows.items():
         if label.startswith("GPU"):
-            _card(host, int(label[3:]), line, tail, tail_cols, tail_pos, source, k + 1, imp.notes)
+            _card(host, int(label[3:]), line, tail, tail_cols, tail_pos, source, ln, imp.notes)
     legend = _nic_legend(lines)
     gpus = [c for c in matrix if re.fullmatch(r"GPU\d+", c)]
     nics = [c for c in matrix if c not in gpus]
@@ -106,12 +114,31 @@ def parse(text: str, source: str = "<text>") -> Imported:
     missing = [g for g in gpus if g not in rows]
     if missing:
         raise InputError(f"no row for {', '.join(missing)}", source, start + 1)
-    code = {(r, matrix[j]): _check(v, r, matrix[j], source, ln)
-            for r, (cells, ln) in rows.items() for j, v in enumerate(cells)}  # fmt: skip
+    code = _codes(rows, matrix, source)
     _links(host, gpus, code, source, imp.notes)
     _nearest_nics(host, gpus, nics, code, legend)
     _switches(host, gpus, nics, code, legend)
     return imp
+
+
+def _codes(rows: dict[str, tuple], matrix: list[str], source: str) -> dict[tuple[str, str], str]:
+    return {(r, matrix[j]): _check(v, r, matrix[j], source, ln)
+            for r, (cells, ln, *_) in rows.items() for j, v in enumerate(cells)}  # fmt: skip
+
+
+def matrix_codes(text: str, source: str = "<text>") -> dict[tuple[str, str], str]:
+    """The matrix cells as printed, ``(row, column) → code`` (``"GPU0", "NIC1"`` → ``"PIX"``),
+    with NIC columns renamed by the NIC Legend; the rows only (no affinity columns).
+
+    Raises:
+        InputError: as :func:`parse`.
+    """
+    lines, _, matrix, _, _, rows = _table(text, source)
+    legend = _nic_legend(lines)
+    return {
+        (legend.get(r, r), legend.get(c, c)): v
+        for (r, c), v in _codes(rows, matrix, source).items()
+    }
 
 
 def _check(v: str, row: str, col: str, path: str, lineno: int) -> str:
