@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from xpuperf.calibrate.nccllog import has_nccl_lines, parse_lines, read_nccl_log
-from xpuperf.calibrate.nccllog_checks import nccl_findings, ring_crossings, transport_summary
+from xpuperf.calibrate.nccllog_checks import (
+    evaluate,
+    nccl_findings,
+    ring_crossings,
+    transport_summary,
+)
 from xpuperf.errors import InputError
 
 from .conftest import DATA, FILES
@@ -40,9 +45,17 @@ def test_corpus16_two_t4_nodes_over_efa() -> None:
     assert [(r.cross_node_edges, r.minimum) for r in ring_crossings(w)] == [(2, 2), (2, 2)]
     assert w.trees[(0, 0)] == ([1, -1, -1], -1)  # "Trees [0] 1/-1/-1->0->-1"
     # GPUDirect RDMA absent, but nothing in the log says the NIC could do it: info, not warning
-    found = nccl_findings(log)
-    assert [(f.code, f.severity.value) for f in found] == [("XP653", "info")]
-    assert "4 of 4" in found[0].message
+    found = {f.code: f for f in nccl_findings(log)}
+    assert {c: f.severity.value for c, f in found.items()} == {
+        "XP650": "info", "XP653": "info", "XP659": "info"
+    }  # fmt: skip
+    assert "4 of 4" in found["XP653"].message
+    # issue 16: GPUDirect RDMA is not_checked (the log cannot tell), so XP650 leaves it out
+    checks = {c.name: c.status.value for c in evaluate(log)[1]}
+    assert checks["nccl.gdr"] == "not_checked"
+    assert checks["nccl.network"] == "clean"
+    assert "GPUDirect" not in found["XP650"].message
+    assert "GPUDirect RDMA between nodes" in found["XP659"].message
 
 
 def test_corpus19_p4d_sixteen_ranks_rings_and_transports() -> None:
@@ -65,7 +78,15 @@ def test_corpus19_p4d_sixteen_ranks_rings_and_transports() -> None:
     assert w.trees[(2, 1)] == ([3, 10, -1], -1)  # "Trees … [1] 3/10/-1->2->-1"
     summary = {(t["scope"], t["transport"]) for t in transport_summary(w)}
     assert summary == {("intra", "P2P/IPC/read"), ("inter", "NET/AWS Libfabric/GDRDMA")}
-    assert codes(log) == ["XP650"]
+    # no 'Pattern …' graph-search lines in this log: the NIC-affinity check is not_checked
+    assert codes(log) == ["XP650", "XP659"]
+    checks = {c.name: c for c in evaluate(log)[1]}
+    assert checks["nccl.nic_affinity"].status.value == "not_checked"
+    assert "NCCL_DEBUG_SUBSYS=INIT,GRAPH" in checks["nccl.nic_affinity"].evidence
+    # grep -c 'NET/AWS' on the file: 64 lines = 32 distinct connections (each printed by its
+    # [send] and its [receive] side), 4 per channel (2 ring + 2 tree edges) x 8 channels
+    assert checks["nccl.gdr"].evidence.startswith("32 of 32 inter-node connection(s) use GDRDMA")
+    assert checks["nccl.p2p"].status.value == "clean"
 
 
 def test_corpus41_excerpt_hosts_inferred_from_nnodes() -> None:
@@ -104,7 +125,9 @@ def test_no_nccl_lines_is_an_input_error(tmp_path: Path) -> None:
     p = tmp_path / "train.log"
     p.write_text("step 1 loss 2.0\nstep 2 loss 1.9\n")
     assert not has_nccl_lines(p)
-    with pytest.raises(InputError, match=r"train\.log: no 'NCCL INFO' line.*NCCL_DEBUG=INFO"):
+    with pytest.raises(
+        InputError, match=r"train\.log: no 'NCCL INFO' or 'NCCL WARN' line.*NCCL_DEBUG=INFO"
+    ):
         read_nccl_log(p)
     with pytest.raises(InputError, match="cannot read"):
         read_nccl_log(tmp_path / "missing.log")

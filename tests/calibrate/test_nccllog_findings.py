@@ -23,6 +23,10 @@ def job(*extra: str, ring: str = "0 1 2 3", net: str = "NET/IB/0/GDRDMA", intra:
     ``net`` (``net`` may be a dict rank → via for per-host differences)."""
     n = len(hosts)
     out = [info(0, "NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>", hosts)]
+    # graph search with a PXB GPU-NIC path: evidence for the NIC-affinity and ring-construction
+    # checks, so a healthy job has every check clean (issue 16 verdict rule)
+    out.append(info(0, "Pattern 4, crossNic 0, nChannels 1, bw 24.000000/24.000000, type "
+                    "NVL/PXB, sameChannels 1", hosts))  # fmt: skip
     out += [info(r, x, hosts) for r, x in extra]  # type: ignore[misc]
     out.append(info(0, "Channel 00/01 : " + ring, hosts))
     for r in range(n):
@@ -48,7 +52,8 @@ def test_healthy_job_says_no_misconfiguration() -> None:
 
 
 def test_xp651_sockets_although_ib_devices_or_ib_disabled() -> None:
-    assert fired(job(net="NET/Socket/0")) == {"XP651": "error"}
+    # XP659: GPUDirect RDMA does not apply on sockets, so that check is not_checked
+    assert fired(job(net="NET/Socket/0")) == {"XP651": "error", "XP659": "info"}
     disabled = job((0, "NCCL_IB_DISABLE set by environment to 1."), net="NET/Socket/0")
     msg = next(f.message for f in nccl_findings(parse_lines(disabled)) if f.code == "XP651")
     assert "NCCL_IB_DISABLE=1 is set" in msg
@@ -58,7 +63,7 @@ def test_xp651_sockets_although_ib_devices_or_ib_disabled() -> None:
 def test_xp652_sockets_without_rdma_device() -> None:
     lines = [ln for ln in job(net="NET/Socket/0") if "NET/IB : Using" not in ln]
     lines.insert(0, info(0, "NET/IB : No device found."))
-    assert fired(lines) == {"XP652": "warning"}
+    assert fired(lines) == {"XP652": "warning", "XP659": "info"}  # XP659: GDR not applicable
     assert "XP652" not in fired(job())
 
 

@@ -46,7 +46,7 @@ import gzip
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from xpuperf.calibrate.nccllog_lines import INFO_MARK, _parse_line, _ranks_of
+from xpuperf.calibrate.nccllog_lines import INFO_MARK, WARN_MARK, _parse_line, _ranks_of
 from xpuperf.calibrate.nccllog_model import (
     RING_PATTERN,
     Comm,
@@ -81,9 +81,10 @@ def _lines(path: Path) -> Iterator[str]:
 
 
 def has_nccl_lines(path: str | Path, max_bytes: int | None = 64 << 20) -> bool:
-    """True when ``path`` holds ``NCCL INFO`` (``.gz`` read transparently) within its first
-    ``max_bytes`` bytes (None: the whole file). Reads raw chunks; unreadable files give False."""
-    mark = INFO_MARK.encode()
+    """True when ``path`` holds ``NCCL INFO`` or ``NCCL WARN`` (a log run with NCCL_DEBUG=WARN;
+    ``.gz`` read transparently) within its first ``max_bytes`` bytes (None: the whole file).
+    Reads raw chunks; unreadable files give False."""
+    mark, wmark = INFO_MARK.encode(), WARN_MARK.encode()
     try:
         with Path(path).open("rb") as fh:
             gz = fh.read(2) == b"\x1f\x8b"
@@ -94,7 +95,8 @@ def has_nccl_lines(path: str | Path, max_bytes: int | None = 64 << 20) -> bool:
                 chunk = fh.read(1 << 20)
                 if not chunk:
                     return False
-                if mark in tail + chunk:
+                both = tail + chunk
+                if mark in both or wmark in both:
                     return True
                 tail = chunk[-len(mark) :]
                 seen += len(chunk)
@@ -114,6 +116,7 @@ class _Builder:
         self.pointer: dict[tuple, str] = {}  # (host, pid, comm pointer) -> key
         self.skipped = 0  # lines with rank ids no communicator can hold
         self.first_skipped: int | None = None  # line number of the first one, when known
+        self.source: str | None = None  # file being read (WARN lines keep it)
 
     def skip(self, no: int | None = None) -> None:
         """Count a line whose rank ids are out of range (reported, not parsed)."""
@@ -139,6 +142,8 @@ class _Builder:
         for k, v in src.connections.items():
             dst.connections.setdefault(k, v)
         dst.searches += src.searches
+        for k, v in src.ring_links.items():
+            dst.ring_links.setdefault(k, v)
         dst.fallbacks += src.fallbacks
         dst.n_channels = dst.n_channels or src.n_channels
         dst.nnodes = dst.nnodes if dst.nnodes is not None else src.nnodes
@@ -169,7 +174,7 @@ class _Builder:
         if kind == "ring":
             _, channel, total, order = item
             c.rings[channel] = order
-            c.n_channels = c.n_channels or total
+            c.n_channels = c.n_channels or total or None
         elif kind == "conn":
             conn: Connection = item[1]
             host = item[2]
@@ -188,6 +193,12 @@ class _Builder:
             c.searches.append(item[1])
         elif kind == "fallback":
             c.fallbacks.append((item[1], item[2]))
+        elif kind == "links":
+            _, channel, rank, prev, nxt, host = item
+            c.ring_links[(channel, rank)] = (prev, nxt)
+            info = c.ranks.setdefault(rank, RankInfo(rank))
+            if info.host is None and host is not None:
+                info.host = host
 
     def finish(self) -> NcclLog:
         leftovers = [it for items in self.pending.values() for it in items]
@@ -201,6 +212,7 @@ class _Builder:
                 target = same[0] if len(same) == 1 else target
             self.apply(target, item)
         for c in by_size:
+            _rings_from_links(c)
             _infer_hosts(c)
             if c.nranks is None:
                 known = set(c.ranks) | {r for order in c.rings.values() for r in order}
@@ -214,6 +226,25 @@ class _Builder:
                 "check that the log is not truncated or mixed with other text"
             )
         return self.log
+
+
+def _rings_from_links(c: Comm) -> None:
+    """Ring order of each channel without a ``Channel NN/MM :`` line, from the per-rank
+    ``Ring NN : prev -> rank -> next`` lines when every rank of the channel printed one and
+    following ``next`` from rank 0 visits all of them once (NCCL ``src/graph/rings.cc``)."""
+    n = c.nranks
+    if not c.ring_links or not n:
+        return
+    for ch in sorted({ch for ch, _ in c.ring_links}):
+        nxt = {r: v[1] for (k, r), v in c.ring_links.items() if k == ch}
+        if ch in c.rings or len(nxt) != n:
+            continue
+        order, r = [0], nxt.get(0)
+        while r is not None and r != 0 and len(order) <= n:
+            order.append(r)
+            r = nxt.get(r)
+        if r == 0 and sorted(order) == list(range(n)):
+            c.rings[ch] = order
 
 
 def _infer_hosts(c: Comm) -> None:
@@ -253,15 +284,16 @@ def read_nccl_log(paths: str | Path | Iterable[str | Path]) -> NcclLog:
     files = [paths] if isinstance(paths, (str, Path)) else list(paths)
     b = _Builder()
     for p in files:
-        before = b.log.info_lines
+        before = b.log.info_lines + b.log.warn_lines
+        b.source = str(p)
         try:
             for no, line in enumerate(_lines(Path(p)), 1):
                 _parse_line(b, line, no)
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
             raise InputError(f"cannot read: {exc}", p) from exc
-        if b.log.info_lines == before:
+        if b.log.info_lines + b.log.warn_lines == before:
             raise InputError(
-                "no 'NCCL INFO' line: not an NCCL debug log; rerun the job with "
+                "no 'NCCL INFO' or 'NCCL WARN' line: not an NCCL debug log; rerun the job with "
                 "NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH shows transports and rings)",
                 p,
             )

@@ -6,23 +6,20 @@ builds node-contiguous rings, so more than H crossings means ranks are not place
 the search relaxed its constraints (formulas.md §1 "Ring order"; :mod:`xpuperf.costmodel.ringorder`
 counts the closed-ring edges).
 
-Findings (value, threshold and the NCCL variable to change are in each message):
+Findings (value, threshold and the NCCL variable to change are in each message); the network
+ones (XP651–XP653, XP655, XP660) are in :mod:`~xpuperf.calibrate.nccllog_net`, the WARN ones
+(XP661–XP666) in :mod:`~xpuperf.calibrate.nccllog_warn`, the per-check verdicts (XP650, XP659 and
+the :class:`~xpuperf.findings.Check` list) in :mod:`~xpuperf.calibrate.nccllog_verdict`:
 
 ======  =======  ==================================================================================
-XP651   error    inter-node connections on ``NET/Socket`` although RDMA devices are listed or
-                 ``NCCL_IB_DISABLE=1``
-XP652   warning  inter-node connections on ``NET/Socket`` and no RDMA device found
-XP653   warn/inf inter-node ``NET`` connections without ``/GDRDMA`` (warning when the log shows
-                 RDMA HCAs, a "GPU Direct RDMA Disabled" line or GDRDMA elsewhere; else info)
-XP654   warning  connections between ranks of one host via ``SHM`` or ``NET`` (not ``P2P``), or
-                 ``NCCL_P2P_DISABLE=1`` / ``NCCL_P2P_LEVEL=LOC``
-XP655   warning  graph search type ``…/SYS`` on a multi-node communicator: GPU→NIC path crosses
-                 the inter-socket link (NIC on another socket)
+XP654   warning  connections between ranks of one host via ``SHM`` or ``NET`` (not ``P2P``), a
+                 line saying P2P is disabled / failed between two GPUs, or ``NCCL_P2P_DISABLE=1``
+                 / ``NCCL_P2P_LEVEL=LOC``
 XP656   warning  a ring crosses nodes more than H times
-XP657   warning  "Could not find a path for pattern N, falling back to simple order"
+XP657   warning  "Could not find a path for pattern N, falling back to simple order" (WARN in
+                 2.12–2.26, INFO with NCCL_DEBUG_SUBSYS=GRAPH from 2.27) or 2.3–2.4 "Could not
+                 create rings, falling back on simple ring"
 XP658   warning  one host's transports differ from the other hosts'
-XP659   info     a check could not run (no transport lines, hosts unknown)
-XP650   info     none of XP651–XP658 fired: "no misconfiguration found"
 ======  =======  ==================================================================================
 
 Sources: NCCL ``src/transport/net.cc`` (``via NET/<name>/<dev>[/GDRDMA]``), ``p2p.cc``,
@@ -33,11 +30,21 @@ Sources: NCCL ``src/transport/net.cc`` (``via NET/<name>/<dev>[/GDRDMA]``), ``p2
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xpuperf.calibrate.nccllog import RING_PATTERN, Comm, NcclLog
+from xpuperf.calibrate.nccllog_net import (
+    env,
+    inter,
+    is_socket,
+    multi_node,
+    network_findings,
+    rdma_failure_findings,
+    scope,
+)
+from xpuperf.calibrate.nccllog_warn import warn_findings
 from xpuperf.costmodel.ringorder import cross_node_edges
-from xpuperf.findings import Finding, Severity
+from xpuperf.findings import Check, Finding, Severity
 
 _OFF = {"1", "true", "yes"}
 
@@ -78,158 +85,54 @@ def transport_summary(comm: Comm) -> list[dict]:
     rank unknown), ``label`` as :attr:`Connection.label`, ``connections`` count; sorted."""
     count: Counter = Counter()
     for c in comm.connections.values():
-        count[(_scope(comm, c.src, c.dst), c.label)] += 1
+        count[(scope(comm, c.src, c.dst), c.label)] += 1
     return [
         {"scope": s, "transport": lab, "connections": n} for (s, lab), n in sorted(count.items())
     ]
 
 
-def _scope(comm: Comm, a: int, b: int) -> str:
-    ha, hb = comm.host_of(a), comm.host_of(b)
-    if ha is None or hb is None:
-        return "unknown"
-    return "intra" if ha == hb else "inter"
-
-
-def _env(log: NcclLog, name: str) -> str | None:
-    v = log.env.get(name)
-    return v[0].strip() if v else None
-
-
 def nccl_findings(log: NcclLog, where: str = "NCCL log") -> list[Finding]:
-    """Findings XP650–XP659 for ``log``; ``where`` names the file(s) in messages. Most severe
-    first; XP650 ("no misconfiguration found") exactly when none of XP651–XP658 fired."""
+    """Findings XP650–XP666 for ``log``; ``where`` names the file(s) in messages. Most severe
+    first; XP650 ("no misconfiguration found") only when at least one check is ``clean`` and
+    none is a ``problem``, naming the clean checks (:func:`evaluate`)."""
+    return evaluate(log, where)[0]
+
+
+def evaluate(log: NcclLog, where: str = "NCCL log") -> tuple[list[Finding], list[Check]]:
+    """(findings, checks) for ``log``: one :class:`~xpuperf.findings.Check` per NCCL check
+    (:data:`xpuperf.calibrate.nccllog_verdict.CHECKS`), in that order."""
+    from xpuperf.calibrate.nccllog_verdict import build_checks, verdict_findings
+
     out: list[Finding] = []
     comms = [c for c in log.comms if (c.nranks or 0) > 1] or log.comms[:1]
     for c in comms:
         tag = where if len(comms) == 1 else f"{where} (communicator {c.key})"
-        out += _network(log, c, tag)
+        out += network_findings(log, c, tag)
         out += _p2p(log, c, tag)
         out += _rings(c, tag)
         out += _uniform(c, tag)
-    out += _global(log, where, comms)
-    if all(f.code == "XP659" for f in out):
-        w = log.world
-        hosts = len(w.hosts) if w else 0
-        skipped = " (some checks skipped: XP659)" if out else ""
-        out.append(
-            Finding(
-                "XP650",
-                Severity.INFO,
-                f"{where}: no misconfiguration found in what the log shows "
-                f"({w.nranks if w else '?'} ranks on {hosts or '?'} host(s); transports "
-                f"{_labels(w) or 'not logged'}); checked: sockets vs RDMA, GPUDirect RDMA, "
-                f"intra-node P2P, NIC socket, ring node crossings, per-node transport{skipped}",
-                {"where": where},
-            )
-        )
+    if not comms:  # WARN-only log or no communicator line: the log-wide checks still run
+        out += _p2p(log, None, where)
+    w = comms[0] if comms else None
+    rdma = w is not None and any(x.kind == "NET" and not is_socket(x) for x in inter(w))
+    harmful = w is not None and multi_node(w) and not rdma
+    out += rdma_failure_findings(log, where, harmful)
+    out += warn_findings(log, where)
+    checks = build_checks(log, comms, out)
+    out += verdict_findings(log, where, checks)
     out.sort(key=lambda f: (-f.severity.rank, f.code))
-    return out
+    return out, checks
 
 
-def _labels(c: Comm | None) -> str:
-    if c is None:
-        return ""
-    return ", ".join(f"{t['scope']} {t['transport']} ×{t['connections']}" for t in
-                     transport_summary(c))  # fmt: skip
-
-
-def _inter(c: Comm) -> list:
-    return [x for x in c.connections.values() if _scope(c, x.src, x.dst) == "inter"]
-
-
-def _network(log: NcclLog, c: Comm, where: str) -> list[Finding]:
-    out = []
-    inter = _inter(c)
-    multi = len(c.hosts) > 1 or (c.nnodes or 0) > 1
-    sockets = [x for x in inter if x.kind == "NET" and (x.net or "").lower() == "socket"]
-    chosen = not inter and multi and any(n.lower() == "socket" for n in log.network)
-    if sockets or chosen:
-        ib_off = (_env(log, "NCCL_IB_DISABLE") or "").lower() in _OFF
-        n = len(sockets)
-        what = (
-            f"{n} inter-node connection(s) use NET/Socket (TCP)"
-            if sockets
-            else "NCCL chose the Socket (TCP) network for a multi-node communicator"
-        )
-        if log.ib_devices or ib_off:
-            why = (
-                "NCCL_IB_DISABLE=1 is set"
-                if ib_off
-                else f"RDMA devices are present ({', '.join(log.ib_devices[:4])})"
-            )
-            out.append(
-                Finding(
-                    "XP651",
-                    Severity.ERROR,
-                    f"{where}: {what} although {why}; "
-                    "threshold 0 — unset NCCL_IB_DISABLE, do not force NCCL_NET=Socket, and check "
-                    "NCCL_IB_HCA names the HCAs; TCP typically gives a fraction of RDMA bandwidth",
-                    {"where": where, "socket_connections": n, "ib_devices": log.ib_devices},
-                )
-            )
-        else:
-            out.append(
-                Finding(
-                    "XP652",
-                    Severity.WARNING,
-                    f"{where}: {what} and NCCL found no "
-                    f"RDMA device{' (NET/IB : No device found)' if log.ib_none else ''}; "
-                    "threshold 0 — if the nodes have InfiniBand/RoCE/EFA NICs, install their "
-                    "driver and rdma-core (or the aws-ofi-nccl plugin) in the container and check "
-                    "NCCL_IB_HCA; NCCL_SOCKET_IFNAME="
-                    f"{_env(log, 'NCCL_SOCKET_IFNAME') or 'unset'} picks the TCP interface",
-                    {"where": where, "socket_connections": n},
-                )
-            )
-    rdma = [x for x in inter if x.kind == "NET" and (x.net or "").lower() != "socket"]
-    no_gdr = [x for x in rdma if not x.gdr]
-    if no_gdr:
-        other_gdr = any(x.gdr for x in c.connections.values())
-        evidence = bool(log.ib_devices or log.gdr_disabled or other_gdr)
-        why = (
-            f"; NCCL said: GPU Direct RDMA Disabled for {log.gdr_disabled[0][0]}"
-            if log.gdr_disabled
-            else ""
-        )
-        out.append(
-            Finding(
-                "XP653",
-                Severity.WARNING if evidence else Severity.INFO,
-                f"{where}: {len(no_gdr)} of {len(rdma)} inter-node connection(s) via "
-                f"NET/{no_gdr[0].net} run without GPUDirect RDMA (no /GDRDMA){why}; threshold 0 "
-                "where the NIC supports it (InfiniBand/RoCE HCAs, EFA on p4d/p5) — load "
-                "nvidia-peermem (or use DMA-BUF, NCCL_DMABUF_ENABLE=1), and if the GPU–NIC "
-                "distance is the reason raise NCCL_NET_GDR_LEVEL (e.g. PHB); data is staged "
-                "through host memory otherwise",
-                {"where": where, "without_gdr": len(no_gdr), "net_connections": len(rdma)},
-            )
-        )
-    sys_paths = [s for s in c.searches if s.type_inter == "SYS"] if multi else []
-    if sys_paths:
-        s = sys_paths[0]
-        out.append(
-            Finding(
-                "XP655",
-                Severity.WARNING,
-                f"{where}: NCCL's graph search (pattern {s.pattern}, line {s.line}) reached the "
-                f"NIC over a path of type {s.type_inter} — through the inter-socket link, so the "
-                "NIC sits on another CPU socket than the GPUs using it; threshold: PXB or closer "
-                "(PIX/PXB) — use the NICs local to each GPU's socket (NCCL_IB_HCA / "
-                "NCCL_SOCKET_IFNAME; `nvidia-smi topo -m` shows the affinity) or give the real "
-                "topology with NCCL_TOPO_FILE",
-                {"where": where, "type_inter": s.type_inter, "line": s.line},
-            )
-        )
-    return out
-
-
-def _p2p(log: NcclLog, c: Comm, where: str) -> list[Finding]:
-    intra = [x for x in c.connections.values() if _scope(c, x.src, x.dst) == "intra"]
+def _p2p(log: NcclLog, c: Comm | None, where: str) -> list[Finding]:
+    intra = [] if c is None else [
+        x for x in c.connections.values() if scope(c, x.src, x.dst) == "intra"
+    ]  # fmt: skip
     host_mem = [x for x in intra if x.kind in ("SHM", "NET")]
-    p2p_off = (_env(log, "NCCL_P2P_DISABLE") or "").lower() in _OFF
-    level = (_env(log, "NCCL_P2P_LEVEL") or "").upper()
-    if not host_mem and not p2p_off and level not in ("LOC", "0"):
+    p2p_off = (env(log, "NCCL_P2P_DISABLE") or "").lower() in _OFF
+    level = (env(log, "NCCL_P2P_LEVEL") or "").upper()
+    said = log.p2p_off
+    if not host_mem and not p2p_off and level not in ("LOC", "0") and not said:
         return []
     setting = []
     if p2p_off:
@@ -237,21 +140,44 @@ def _p2p(log: NcclLog, c: Comm, where: str) -> list[Finding]:
     if level in ("LOC", "0"):
         setting.append(f"NCCL_P2P_LEVEL={level}")
     via = Counter(x.label for x in host_mem)
-    detail = (
-        f"{len(host_mem)} of {len(intra)} intra-node connection(s) go through host memory "
-        f"({', '.join(f'{k} ×{v}' for k, v in via.items())})"
-        if host_mem
-        else "peer-to-peer is switched off"
+    parts = []
+    if host_mem:
+        parts.append(
+            f"{len(host_mem)} of {len(intra)} intra-node connection(s) go through host memory "
+            f"({', '.join(f'{k} ×{v}' for k, v in via.items())})"
+        )
+    if said:
+        hosts = sorted({h for _, h, _ in said if h})
+        parts.append(
+            f"NCCL said '{said[0][0][:140]}' (line {said[0][2]}; {len(said)} such line(s)"
+            f"{f' on {len(hosts)} host(s)' if len(hosts) > 1 else ''})"
+        )
+    if setting:
+        parts.append(", ".join(setting) + " is set")
+    if not host_mem and not said:
+        parts.insert(0, "peer-to-peer is switched off")
+    nvlink = any("NVLINK" in t for t, _, _ in said)
+    cause = (
+        "P2P fails between NVLink-connected GPUs: a hardware or driver fault (check "
+        "`nvidia-smi nvlink -s`, the fabric manager on NVSwitch systems)"
+        if nvlink
+        else "peer-to-peer is blocked by the PCIe topology or the platform: GeForce cards have "
+        "P2P disabled by the driver, PCIe ACS and the IOMMU (virtual machines, "
+        "`iommu=pt` missing) stop it, and containers need --ipc=host for P2P/IPC"
     )
     return [
         Finding(
             "XP654",
             Severity.WARNING,
-            f"{where}: {detail}{' — ' + ', '.join(setting) + ' is set' if setting else ''}; "
-            "threshold 0 — unset NCCL_P2P_DISABLE / NCCL_P2P_LEVEL, run containers with "
-            "--ipc=host (P2P/IPC needs it) and disable PCIe ACS / IOMMU isolation that blocks "
-            "peer-to-peer; NCCL_SHM_DISABLE does not help",
-            {"where": where, "host_memory_connections": len(host_mem), "settings": setting},
+            f"{where}: {'; '.join(parts)}; intra-node traffic goes through host memory; "
+            f"threshold 0 — {cause}; unset NCCL_P2P_DISABLE / NCCL_P2P_LEVEL, disable ACS "
+            "(`setpci`, BIOS) or the IOMMU for the GPUs; NCCL_SHM_DISABLE does not help",
+            {
+                "where": where,
+                "host_memory_connections": len(host_mem),
+                "settings": setting,
+                "p2p_disabled_lines": len(said),
+            },
         )
     ]
 
@@ -283,9 +209,10 @@ def _rings(c: Comm, where: str) -> list[Finding]:
                 "XP657",
                 Severity.WARNING,
                 f"{where}: NCCL found no {kind} graph and fell back to a simple order "
-                f"(line {line}, {len(c.fallbacks)} time(s)); threshold 0 — NCCL could not read "
-                "the PCI/NVLink topology: expose /sys in the container, set NCCL_TOPO_FILE on "
-                "virtual machines, and check NCCL_P2P_LEVEL / NCCL_MIN_NCHANNELS overrides",
+                f"(line {line}, {len(c.fallbacks)} time(s)), so the ring order ignores the "
+                "PCI/NVLink/NIC topology; threshold 0 — NCCL could not read the topology: "
+                "expose /sys in the container, set NCCL_TOPO_FILE on virtual machines, and "
+                "check NCCL_P2P_LEVEL / NCCL_MIN_NCHANNELS overrides",
                 {"where": where, "fallbacks": len(c.fallbacks)},
             )
         )
@@ -322,39 +249,14 @@ def _uniform(c: Comm, where: str) -> list[Finding]:
     ]
 
 
-def _global(log: NcclLog, where: str, comms: list[Comm]) -> list[Finding]:
-    missing = []
-    if not any(c.connections for c in comms):
-        missing.append(
-            "no 'Channel … via …' transport lines (transport, GPUDirect, P2P and per-node "
-            "checks skipped; set NCCL_DEBUG_SUBSYS=INIT,NET)"
-        )
-    crossings = [r for c in comms for r in ring_crossings(c)]
-    if any(r.cross_node_edges is None for r in crossings):
-        missing.append(
-            "hosts of some ring ranks unknown (their crossings are not counted; the log needs "
-            "each rank's 'comm … rank R' line)"
-        )
-    if not crossings:
-        missing.append("no 'Channel NN/MM : …' ring lines (ring checks skipped)")
-    if not missing:
-        return []
-    return [
-        Finding(
-            "XP659",
-            Severity.INFO,
-            f"{where}: " + "; ".join(missing),
-            {"where": where, "missing": missing},
-        )
-    ]
-
-
 @dataclass
 class NcclReport:
-    """A parsed NCCL log with its findings (what ``analyze`` and ``calibrate`` show)."""
+    """A parsed NCCL log with its findings and one :class:`~xpuperf.findings.Check` per NCCL
+    check (what ``analyze`` and ``calibrate`` show; ``checks`` feeds the analyze result)."""
 
     log: NcclLog
     findings: list[Finding]
+    checks: list[Check] = field(default_factory=list)
 
 
 def diagnose(paths: list, where: str | None = None) -> NcclReport:
@@ -374,4 +276,5 @@ def diagnose(paths: list, where: str | None = None) -> NcclReport:
             if len(log.sources) == 1
             else (f"{len(log.sources)} NCCL logs")
         )
-    return NcclReport(log, nccl_findings(log, where))
+    findings, checks = evaluate(log, where)
+    return NcclReport(log, findings, checks)

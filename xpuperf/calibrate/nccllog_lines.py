@@ -1,8 +1,13 @@
-"""NCCL INFO line parsing for :mod:`xpuperf.calibrate.nccllog`: the line regexes and parsers.
+"""NCCL INFO / WARN line parsing for :mod:`xpuperf.calibrate.nccllog`: line regexes and parsers.
 
 Each parser reads one line and hands what it finds to the reader's builder (``_Builder`` in
 :mod:`~xpuperf.calibrate.nccllog`); the lines known, and the rules for skipped ones, are listed in
 that module's docstring. Raises nothing: a line that does not parse is ignored or counted.
+
+Line prefixes (NCCL ``src/debug.cc``): INFO ``host:pid:tid [dev] NCCL INFO msg``; WARN
+``host:pid:tid [dev] file.cc:LINE NCCL WARN msg`` (after an empty line; from 2.26 with a
+``[YYYY-mm-dd HH:MM:SS]`` timestamp before the host by default). ANSI colour codes are removed
+first.
 """
 
 from __future__ import annotations
@@ -10,33 +15,49 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from xpuperf.calibrate.nccllog_model import Connection, GraphSearch, RankInfo
+from xpuperf.calibrate.nccllog_model import (
+    RING_PATTERN,
+    Connection,
+    GraphSearch,
+    NicDistance,
+    RankInfo,
+    WarnLine,
+)
 from xpuperf.topology.nodes import MAX_CARDS
 
 if TYPE_CHECKING:
     from xpuperf.calibrate.nccllog import _Builder
 
 INFO_MARK = "NCCL INFO "
+WARN_MARK = "NCCL WARN "
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Linear on hostile lines: _PREFIX starts only where a host name can (a search from every
 # position of a long run was quadratic); no lazy group before `\s*$` (quadratic on blank runs).
 _PREFIX = re.compile(r"(?<![^\s:])([^\s:]+):(\d+):(\d+) \[(\d+)\] $")
+_WPREFIX = re.compile(r"(?<![^\s:])([^\s:]+):(\d+):(\d+) \[(\d+)\] (?:[^\s:]+:\d+ )?$")
 _MPI_TAG = re.compile(r"^\[\d+,(\d+)\]<std(?:out|err)>:")
-_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)(?:\+(\S+))?")
+_VERSION = re.compile(r"[NR]CCL version (\d+\.\d+\.\d+)(?:\+(\S+))?")
 _COMM = re.compile(r"\bcomm (0x[0-9a-fA-F]+) rank (\d+) n[Rr]anks (\d+)(.*)$")
 _KV = re.compile(r"\b(cudaDev|nvmlDev|busId|commId|nNodes|localRanks|localRank) (\S+)")
-_RING = re.compile(r"^Channel (\d+)/(\d+) :((?:\s+\d+)+)\s*$")
+_RING = re.compile(
+    r"^(?:Channel|Ring) (\d+)(?:/(\d+))? :((?:\s+\d+)+)\s*$"
+)  # 2.3: Ring, 2.4: no /NN
+_LINKS = re.compile(r"^Ring (\d+) : (-?\d+) -> (\d+) -> (-?\d+)\s*$")  # 2.12+ GRAPH: prev->r->next
 _CONN = re.compile(
-    r"^Channel (\d+)(?:/\d+)? : (\d+)\[([0-9a-fA-Fx:.]+)\] -> (\d+)\[([0-9a-fA-Fx:.]+)\]"
-    r"(?: \[(send|receive)\])? via (\S(?:.*\S)?)\s*$"
+    r"^(?:Channel|Ring) (\d+)(?:/\d+)? : (\d+)(?:\[([0-9a-fA-Fx:.]+)\])? -> (\d+)"
+    r"(?:\[([0-9a-fA-Fx:.]+)\])?(?: \[(send|receive)\])? via (\S(?:.*\S)?)\s*$"
 )
-_TREE = re.compile(r"\[(\d+)\] (-?\d+(?:/-?\d+)*)->(-?\d+)->(-?\d+)")
+_RCCL_TAIL = re.compile(r" comm 0x[0-9a-fA-F]+ nRanks \d+.*$")  # RCCL appends the communicator
+_TREE = re.compile(r"\[(\d+)\] (-?\d+(?:/-?\d+)+)->(-?\d+)->(-?\d+)")  # 2.5+: kids->r->up
+_TREE_OLD = re.compile(r"\[(\d+)\] (-?\d+)->(-?\d+)->(-?\d+(?:/-?\d+)+)")  # 2.4: up->r->kids
 _NCHAN = re.compile(r"^(\d+) coll channels")
 _IB = re.compile(r"^NET/IB ?: Using (.*)$")
-_IB_DEV = re.compile(r"\[\d+\]([\w.-]+):\d+/(IB|RoCE)")
+_IB_DEV = re.compile(r"\[\d+\] ?([\w.-]+):\d+/(IB|RoCE)")  # 2.3: "NET/IB: [0] mlx5_1:1/IB"
+_IB_OLD = re.compile(r"^NET/IB ?: (\[\d+\] [\w.-]+:\d+/(?:IB|RoCE))")
 _SOCKET = re.compile(r"^NET/Socket ?: Using (.*)$")
 _SOCK_IF = re.compile(r"\[\d+\]([\w.@-]+):")
 _NO_DEV = re.compile(r"^NET/(\w+) ?: No device found")
-_NETWORK = re.compile(r"^Using network (.*\S)\s*$")
+_NETWORK = re.compile(r"^Using (?:internal )?[Nn]etwork (.*\S)\s*$")  # 2.3: "internal Network"
 _PROVIDER = re.compile(r"^NET/OFI Selected Provider is (\w+)")
 _GDR = re.compile(r"GPU Direct RDMA (?:\(DMABUF\) )?(Enabled|Disabled|enabled|disabled) for (.*)$")
 _ENV = re.compile(r"^(NCCL_\w+) set by environment to (.*)$")  # value: see _global_line
@@ -46,6 +67,17 @@ _PATTERN = re.compile(
     r"type (\w+)/(\w+), sameChannels (\d+)"
 )
 _FALLBACK = re.compile(r"Could not find a path for pattern (\d+), falling back to simple order")
+_P2P_OFF = re.compile(
+    r"P2P is disabled between|Could not enable P2P between|peer query failed between|"
+    r"P2P not supported between|failed to peer with device"
+)  # src/graph/paths.cc, src/transport/p2p.cc, src/allocator.cc (2.4-2.2x)
+_NET_FAIL = re.compile(
+    r"Failed to open libibverbs|NET/IB ?: Unable to open device|Plugin load returned|"
+    r"Failed to open libnvidia-ml"
+)  # src/misc/ibvwrap.cc / ibvsymbols.cc, src/transport/net_ib.cc, src/net.cc
+_NO_PLUGIN = re.compile(r"^NET/Plugin ?: (?:.*No plugin found|Could not find)")
+_NIC_DIST = re.compile(r"^CUDA Dev (\d+)\[\d+\], (\S+) NIC distance :((?:\s+[A-Z]+)+)\s*$")  # 2.4
+_RING_FAIL = re.compile(r"Could not create rings, falling back on simple ring")  # 2.3-2.4 WARN
 _COMPLETE = re.compile(r"- Init COMPLETE")
 
 
@@ -57,21 +89,32 @@ def _ranks_of(item: tuple) -> list[int]:
         return [item[1].src, item[1].dst]
     if item[0] == "tree":
         return [item[1], *(r for kids, up in item[2].values() for r in (*kids, up))]
+    if item[0] == "links":
+        return list(item[2:5])
     return []
 
 
-def _split(line: str) -> tuple[tuple, str | None, str] | None:
-    """(thread key, host, message) of an NCCL INFO line, else None."""
+def _split(line: str) -> tuple[tuple, str | None, str, bool] | None:
+    """(thread key, host, message, is_warn) of an NCCL INFO or WARN line, else None."""
+    warn = False
     i = line.find(INFO_MARK)
     if i < 0:
-        return None
+        i = line.find(WARN_MARK)
+        if i < 0:
+            return None
+        warn = True
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+        i = line.find(WARN_MARK if warn else INFO_MARK)
+        if i < 0:
+            return None
     msg = line[i + len(INFO_MARK) :].strip()
-    m = _PREFIX.search(line[:i])
+    m = (_WPREFIX if warn else _PREFIX).search(line[:i])
     if m:
         host, pid, tid = m.group(1), int(m.group(2)), int(m.group(3))
-        return (host, pid, tid), host, msg
+        return (host, pid, tid), host, msg, warn
     tag = _MPI_TAG.match(line)
-    return ("mpi", tag.group(1) if tag else None), None, msg
+    return ("mpi", tag.group(1) if tag else None), None, msg, warn
 
 
 def _parse_line(b: _Builder, line: str, no: int) -> None:
@@ -83,23 +126,34 @@ def _parse_line(b: _Builder, line: str, no: int) -> None:
 
 def _parse(b: _Builder, line: str, no: int) -> None:
     log = b.log
-    if log.version is None and "NCCL version" in line:
+    if log.version is None and "CCL version" in line:
         v = _VERSION.search(line)
         if v:
             log.version, log.cuda = v.group(1), v.group(2)
     got = _split(line)
     if got is None:
         return
-    thread, host, msg = got
-    log.info_lines += 1
+    thread, host, msg, warn = got
     if host is not None and host not in log.hosts:
         log.hosts.append(host)
-    if not msg.startswith(("Channel", "Trees")):
+    if warn:
+        log.warn_lines += 1
+        log.warns.append(WarnLine(msg, host, no, b.source))
+        _global_line(b, thread, host, msg, no)
+        return
+    log.info_lines += 1
+    if not msg.startswith(("Channel", "Trees", "Ring")):
         m = _COMM.search(msg) if "comm 0x" in msg else None
         if m:
             _comm_line(b, thread, host, m, no)
         else:
             _global_line(b, thread, host, msg, no)
+        return
+    if msg.startswith("Trees"):
+        _trees(b, thread, msg, no)
+        return
+    if " via " in msg:
+        _conn(b, thread, host, msg, no)
         return
     m = _RING.match(msg)
     if m:
@@ -107,31 +161,55 @@ def _parse(b: _Builder, line: str, no: int) -> None:
         if max(order) >= MAX_CARDS:
             b.skip(no)
             return
-        b.item(thread, ("ring", int(m.group(1)), int(m.group(2)), order))
+        total = int(m.group(2)) if m.group(2) else 0
+        b.item(thread, ("ring", int(m.group(1)), total, order))
         return
-    m = _CONN.match(msg)
+    m = _LINKS.match(msg)
     if m:
-        via = m.group(7)
-        parts = via.split("/")
-        kind = parts[0].upper()
-        net = parts[1] if kind in ("NET", "COLLNET") and len(parts) > 1 else None
-        if max(int(m.group(2)), int(m.group(4))) >= MAX_CARDS:
+        ch, prev, rank, nxt = (int(x) for x in m.groups())
+        if max(prev, rank, nxt) >= MAX_CARDS:
             b.skip(no)
             return
-        conn = Connection(
-            int(m.group(1)), int(m.group(2)), int(m.group(4)), via, kind, net, "GDRDMA" in via, no
-        )
-        b.item(thread, ("conn", conn, host, msg))
+        b.item(thread, ("links", ch, rank, prev, nxt, host))
+
+
+def _conn(b: _Builder, thread: tuple, host: str | None, msg: str, no: int) -> None:
+    """A transport line (``Channel``/``Ring`` ``NN : a[..] -> b[..] via X``, any version)."""
+    m = _CONN.match(_RCCL_TAIL.sub("", msg) if " nRanks " in msg else msg)
+    if not m:
         return
-    if msg.startswith("Trees"):
-        trees = {
-            int(t[0]): ([int(x) for x in t[1].split("/")], int(t[3])) for t in _TREE.findall(msg)
-        }
-        rank = _TREE.search(msg)
-        if rank and max(_ranks_of(("tree", int(rank.group(3)), trees))) >= MAX_CARDS:
-            b.skip(no)
-        elif rank:
-            b.item(thread, ("tree", int(rank.group(3)), trees))
+    via = m.group(7)
+    if via.startswith("direct shared memory"):  # NCCL 2.3-2.7 wording of SHM
+        via = "SHM/direct"
+    parts = via.split("/")
+    kind = parts[0].upper()
+    net = parts[1] if kind in ("NET", "COLLNET") and len(parts) > 1 else None
+    if max(int(m.group(2)), int(m.group(4))) >= MAX_CARDS:
+        b.skip(no)
+        return
+    conn = Connection(
+        int(m.group(1)), int(m.group(2)), int(m.group(4)), via, kind, net, "GDRDMA" in via, no
+    )
+    b.item(thread, ("conn", conn, host, msg))
+
+
+def _trees(b: _Builder, thread: tuple, msg: str, no: int) -> None:
+    """``Trees [c] kids->rank->up`` (2.5+, 2.5-2.7 with ``|down tree``) or ``[c] up->rank->kids``
+    (2.4); children ``-1`` = none."""
+    found = _TREE.findall(msg)
+    if found:
+        trees = {int(t[0]): ([int(x) for x in t[1].split("/")], int(t[3])) for t in found}
+        rank = int(found[0][2])
+    else:
+        old = _TREE_OLD.findall(msg)
+        if not old:
+            return
+        trees = {int(t[0]): ([int(x) for x in t[3].split("/")], int(t[1])) for t in old}
+        rank = int(old[0][2])
+    if max(_ranks_of(("tree", rank, trees))) >= MAX_CARDS:
+        b.skip(no)
+    else:
+        b.item(thread, ("tree", rank, trees))
 
 
 def _comm_line(b: _Builder, thread: tuple, host: str | None, m: re.Match, no: int) -> None:
@@ -187,9 +265,28 @@ def _global_line(b: _Builder, thread: tuple, host: str | None, msg: str, no: int
     if m:
         b.item(thread, ("fallback", int(m.group(1)), no))
         return
-    m = _IB.match(msg)
+    if _RING_FAIL.search(msg):
+        b.item(thread, ("fallback", RING_PATTERN, no))
+        return
+    if _P2P_OFF.search(msg):
+        log.p2p_off.append((msg, host, no))
+        return
+    if _NET_FAIL.search(msg):
+        log.net_failures.append((msg, host, no))
+        return
+    if _NO_PLUGIN.match(msg):
+        log.plugin_missing.append((msg, host, no))
+        return
+    m = _NIC_DIST.match(msg)
     if m:
-        for dev, _ in _IB_DEV.findall(m.group(1)):
+        kinds = tuple(m.group(3).split())
+        log.nic_distances.append(NicDistance(int(m.group(1)), m.group(2), kinds, host, no))
+        return
+
+    m = _IB.match(msg) or _IB_OLD.match(msg)
+    if m:
+        for dev, layer in _IB_DEV.findall(m.group(1)):
+            log.roce = log.roce or layer == "RoCE"
             if dev not in log.ib_devices:
                 log.ib_devices.append(dev)
         return

@@ -69,6 +69,29 @@ class GraphSearch:
 
 
 @dataclass
+class WarnLine:
+    """One ``NCCL WARN`` line: the message after the mark, the host of its prefix (None when
+    the line has none), its line number and file (``source``, None for in-memory input)."""
+
+    text: str
+    host: str | None
+    line: int
+    source: str | None = None
+
+
+@dataclass
+class NicDistance:
+    """NCCL 2.4 ``CUDA Dev D[N], IB NIC distance :  PIX SYS``: path type from the GPU to each NIC
+    (``PIX``/``PXB`` same PCIe switch(es), ``PHB`` same CPU, ``NODE``/``SYS`` other socket)."""
+
+    cuda_dev: int
+    net: str
+    kinds: tuple[str, ...]
+    host: str | None
+    line: int
+
+
+@dataclass
 class Comm:
     """One communicator as seen in the log.
 
@@ -80,7 +103,10 @@ class Comm:
             the ``/NN`` of the ring lines.
         trees: (rank, channel) → (children, parent), ``-1`` = none.
         connections: (channel, src, dst, via) → :class:`Connection`, each once.
-        searches: graph search lines; ``fallbacks``: (pattern, line) of "simple order" lines.
+        searches: graph search lines; ``fallbacks``: (pattern, line) of "simple order" lines
+            (and of 2.3-2.4 "Could not create rings", as the ring pattern 4).
+        ring_links: (channel, rank) → (prev, next) from ``Ring 00 : p -> r -> n`` lines (2.12+,
+            NCCL_DEBUG_SUBSYS=GRAPH); a complete set becomes ``rings[channel]``.
     """
 
     key: str
@@ -94,6 +120,7 @@ class Comm:
     connections: dict[tuple[int, int, int, str], Connection] = field(default_factory=dict)
     searches: list[GraphSearch] = field(default_factory=list)
     fallbacks: list[tuple[int, int]] = field(default_factory=list)
+    ring_links: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
 
     def host_of(self, rank: int) -> str | None:
         info = self.ranks.get(rank)
@@ -115,16 +142,24 @@ class NcclLog:
     """What one or more NCCL INFO streams say (several files of one job are merged).
 
     Attributes:
-        sources: files read; ``info_lines``: NCCL INFO lines seen.
+        sources: files read; ``info_lines`` / ``warn_lines``: NCCL INFO / WARN lines seen.
         version, cuda: ``2.9.9``, ``cuda11.2`` (None when not printed).
         comms: communicators, largest (the world) first.
         network: what ``Using network X`` names (``IB``, ``Socket``, ``AWS Libfabric``…).
-        ib_devices: RDMA devices (``mlx5_0``…) NCCL listed; ``ib_none``: a "No device found".
+        ib_devices: RDMA devices (``mlx5_0``…) NCCL listed; ``ib_none``: a "No device found";
+            ``roce``: a device's link layer is ``RoCE``.
         socket_ifs: interfaces of ``NET/Socket : Using``; ``provider``: libfabric provider.
         gdr_enabled / gdr_disabled: (text after "for", host, line) of GPUDirect RDMA lines.
         env: NCCL variable → (value, line) as NCCL echoed it.
         hosts: every host named by a prefix.
         warnings: reader warnings (lines skipped for out-of-range rank ids), one line each.
+        warns: every ``NCCL WARN`` line (:class:`WarnLine`), in input order.
+        p2p_off: (message, host, line) of lines saying peer-to-peer is disabled or failed
+            between two GPUs ("P2P is disabled between connected GPUs", "Could not enable P2P").
+        net_failures: (message, host, line) of RDMA/plugin load failures ("Failed to open
+            libibverbs.so[.1]", "NET/IB : Unable to open device", "Plugin load returned").
+        plugin_missing: (message, host, line) of "NET/Plugin : No plugin found" lines.
+        nic_distances: 2.4 GPU-to-NIC path types (:class:`NicDistance`).
     """
 
     sources: list[str] = field(default_factory=list)
@@ -135,6 +170,7 @@ class NcclLog:
     network: list[str] = field(default_factory=list)
     ib_devices: list[str] = field(default_factory=list)
     ib_none: bool = False
+    roce: bool = False
     socket_ifs: list[str] = field(default_factory=list)
     provider: str | None = None
     gdr_enabled: list[tuple[str, str | None, int]] = field(default_factory=list)
@@ -142,6 +178,12 @@ class NcclLog:
     env: dict[str, tuple[str, int]] = field(default_factory=dict)
     hosts: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    warn_lines: int = 0
+    warns: list[WarnLine] = field(default_factory=list)
+    p2p_off: list[tuple[str, str | None, int]] = field(default_factory=list)
+    net_failures: list[tuple[str, str | None, int]] = field(default_factory=list)
+    plugin_missing: list[tuple[str, str | None, int]] = field(default_factory=list)
+    nic_distances: list[NicDistance] = field(default_factory=list)
 
     @property
     def world(self) -> Comm | None:
