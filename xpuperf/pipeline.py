@@ -15,6 +15,7 @@ from xpuperf.analysis import analyze
 from xpuperf.analysis.checks import not_checked_sources
 from xpuperf.analysis.results import AnalyzeResult
 from xpuperf.errors import InputError
+from xpuperf.kinds import WHAT_ANALYZE_READS, other_kind
 from xpuperf.readers import read_logs
 
 if TYPE_CHECKING:
@@ -45,7 +46,10 @@ def analyze_logs(
     Raises:
         InputError: unreadable or unusable input (exit code 2 in the CLI).
     """
-    run = read_logs(paths, fmt=fmt, batch_size=batch_size, world_size=world_size)
+    try:
+        run = read_logs(paths, fmt=fmt, batch_size=batch_size, world_size=world_size)
+    except InputError as exc:
+        raise _pointed(exc) from exc.__cause__
     base_table, base_warnings = read_baseline(baseline, fmt=fmt, batch_size=batch_size)
     return analyze(
         run.table,
@@ -55,6 +59,17 @@ def analyze_logs(
         sources=run.sources,
         read_warnings=[*run.warnings, *base_warnings],
     )
+
+
+def _pointed(exc: InputError) -> InputError:
+    """``exc`` for a file no step-log reader recognised, reworded to say what it is instead and
+    which subcommand reads it (:mod:`xpuperf.kinds`); other errors unchanged."""
+    if exc.path is None or not exc.message.startswith("cannot tell the format"):
+        return exc
+    hint = other_kind(exc.path)
+    if hint is not None:
+        return InputError(f"not a step log: {hint}", exc.path)
+    return InputError(f"{exc.message}. {WHAT_ANALYZE_READS}", exc.path, exc.line)
 
 
 def read_baseline(

@@ -1,0 +1,89 @@
+"""`analyze` on a file that is not a step log says what it is and which subcommand reads it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from xpuperf.kinds import other_kind
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "xpuperf", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "kind", "command"),
+    [
+        (
+            "topology_import_nvsmi/14_topo_dgx1-v100-hybrid-cube-mesh-nv1-nv2-mlx5.txt",
+            "nvidia-smi topo -m",
+            "xpuperf topo check",
+        ),
+        (
+            "topology_import_numactl/24_numa_metax-host-numactl-hardware-8node-asymmetric-"
+            "distances.txt",
+            "numactl -H",
+            "xpuperf topo check",
+        ),
+        (
+            "calibrate_crossnic0_partial/42_nccltests_crossnic0-4gpu-per-node-no-preamble-"
+            "partial-row.txt",
+            "nccl-tests",
+            "xpuperf calibrate",
+        ),
+    ],
+)
+def test_not_a_step_log_names_the_subcommand(path: str, kind: str, command: str) -> None:
+    p = run("analyze", str(DATA / path))
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr  # one line, no traceback
+    assert "not a step log" in lines[0]
+    assert kind in lines[0]
+    assert command in lines[0]
+
+
+def test_unknown_text_lists_what_analyze_reads(tmp_path: Path) -> None:
+    f = tmp_path / "notes.txt"
+    f.write_text("hello\nthis is not a log\n", encoding="utf-8")
+    assert other_kind(f) is None
+    p = run("analyze", str(f))
+    assert p.returncode == 2
+    (line,) = p.stderr.strip().splitlines()
+    assert "cannot tell the format" in line
+    assert "NCCL_DEBUG=INFO logs" in line
+    assert "`xpuperf topo import`" in line
+
+
+def test_clean_step_log_lists_checks_without_evidence(tmp_path: Path) -> None:
+    # 2 ranks × 30 steps of 1.0 s, step time only: no straggler verdict (step time is equalised
+    # by the allreduce), no NCCL lines, no baseline — each said as "not_checked", none as clean.
+    rows = ["rank,step,step_time_s,samples"]
+    rows += [f"{r},{s},1.0,32" for r in range(2) for s in range(30)]
+    f = tmp_path / "run.csv"
+    f.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    p = run("analyze", str(f), "--warmup", "0", "--json", "-")
+    assert p.returncode == 0, p.stderr
+    status = {c["name"]: c["status"] for c in json.loads(p.stdout)["checks"]}
+    assert status["steps.stragglers"] == "not_checked"
+    assert status["steps.speedup"] == "not_checked"
+    assert status["nccl"] == "not_checked"
+    assert status["steps.data_wait"] == "not_checked"
+    assert status["steps.jitter"] == "clean"  # 30 equal steps: the flat line is evidenced
+    assert status["steps.completeness"] == "clean"
+    p = run("analyze", str(f), "--warmup", "0")
+    assert "not checked" in p.stdout
+    assert "stragglers: not checked" in p.stdout
