@@ -265,9 +265,10 @@ _CHECKS = (
     # name, title, codes, evidence test (node-level; None: always has evidence), missing text
     ("topology.nic_numa", "NIC on each card's socket", ("XP501",),
      lambda n: bool(n.nics) and any(d.numa_node is not None for d in n.devices),
-     "no NICs or no NUMA node per card: import `nvidia-smi topo -m` (NUMA Affinity column)"),
+     "no NICs or no NUMA node per card in the description (nvidia-smi topo -m run on the host "
+     "lists both)"),
     ("topology.nic_sharing", "cards per NIC", ("XP502",), lambda n: bool(n.nics),
-     "no NICs in the description: import `nvidia-smi topo -m` run on the host"),
+     "no NICs in the description"),
     ("topology.numa_affinity", "NUMA affinity of every card", ("XP503",), None, ""),
     ("topology.link_uniformity", "uniform card-to-card links", ("XP504",),
      lambda n: len(n.devices) >= 2, "fewer than 2 cards per node"),
