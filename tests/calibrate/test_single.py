@@ -31,7 +31,8 @@ def test_one_row_on_pcie4_is_13_percent_of_the_link():
     assert r.fits == []
     (m,) = r.measurements
     # 29360128 B / 14204 µs = 2.067 GB/s algbw; busbw = algbw·2·3/4 = 3.10 (printed 3.10)
-    assert m.size_bytes == 28 * 2**20 and m.ranks == 4
+    assert m.size_bytes == 28 * 2**20
+    assert m.ranks == 4
     assert m.busbw_GBps == pytest.approx(3.10)
     # PCIe Gen4 x16 = 24 GB/s (NCCL's 12 GB/s for Gen3 doubled): 3.10 / 24 = 12.9 %
     assert m.fraction == pytest.approx(3.10 / 24)
@@ -45,7 +46,8 @@ def test_one_row_on_pcie4_is_13_percent_of_the_link():
 def test_without_link_the_comparison_is_not_checked():
     r = calibrate_files([RTX])
     c = _checks(r)["calibrate.single_vs_link"]
-    assert c.status == CheckStatus.NOT_CHECKED and "--link" in c.evidence
+    assert c.status == CheckStatus.NOT_CHECKED
+    assert "--link" in c.evidence
     assert not [f for f in r.findings if f.code == "XP606"]
     assert "calibrate.busbw_vs_topology" not in _checks(r)  # no fit: no plateau to compare
 

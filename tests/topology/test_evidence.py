@@ -34,7 +34,8 @@ def test_consumer_pix_pairs_fire_with_pairs_named():
     # the matrix: GPU0-1 and GPU2-3 are PIX (same switch), the 4 other pairs SYS
     assert f.data["same_switch_pairs"] == [(0, 1), (2, 3)]
     assert f.data["cross_socket_pairs"] == [(0, 2), (0, 3), (1, 2), (1, 3)]
-    assert "about half the bandwidth" in f.message and "NCCL_P2P_DISABLE" in f.message
+    assert "about half the bandwidth" in f.message
+    assert "NCCL_P2P_DISABLE" in f.message
     assert checks["topology.consumer_p2p"].status == CheckStatus.PROBLEM
 
 
@@ -45,15 +46,18 @@ def test_consumer_from_nccl_tests_rank_lines():
 
 def test_data_center_cards_are_clean_and_unknown_cards_not_checked():
     check, found = evidence.consumer_p2p(["NVIDIA H100 80GB HBM3"])
-    assert check.status == CheckStatus.CLEAN and not found
+    assert check.status == CheckStatus.CLEAN
+    assert not found
     check, found = evidence.consumer_p2p([])
-    assert check.status == CheckStatus.NOT_CHECKED and "nvidia-smi -L" in check.evidence
+    assert check.status == CheckStatus.NOT_CHECKED
+    assert "nvidia-smi -L" in check.evidence
 
 
 def test_vm_flat_with_hypervisor_hint_is_a_problem():
     checks, findings = _assess(VM / "nvidia-smi-topo-m.txt", VM / "lscpu.txt")
     (f,) = [f for f in findings if f.code == "XP521"]
-    assert "Hypervisor vendor: KVM" in f.message and "NCCL_TOPO_FILE" in f.message
+    assert "Hypervisor vendor: KVM" in f.message
+    assert "NCCL_TOPO_FILE" in f.message
     # 4 cards, 12 off-diagonal GPU cells, all PHB
     assert "PHB ×12" in f.message
     assert checks["topology.vm_flat"].status == CheckStatus.PROBLEM
@@ -102,4 +106,5 @@ def test_topo_check_json_has_checks():
 def test_topo_import_takes_a_card_list_as_evidence():
     r = CliRunner().invoke(app, ["topo", "import", *map(str, sorted(PIX.iterdir()))])
     assert r.exit_code == 0, r.output
-    assert "XP520" in r.output and "card names and VM hints only" in r.output
+    assert "XP520" in r.output
+    assert "card names and VM hints only" in r.output
