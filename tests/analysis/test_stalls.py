@@ -12,6 +12,8 @@ Wall time = 56 × 1.0 + 3 × 3.0 + 2.0 = 67.0 s.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -113,3 +115,22 @@ def test_few_steps_give_no_flat_line_verdict() -> None:
     r = analyze(df[df.step < 10], warmup=0)
     assert "XP206" not in {f.code for f in r.findings}
     assert _status(r, "steps.jitter") is CheckStatus.NOT_CHECKED
+
+
+def test_horovod_log_with_a_storage_stall_on_every_rank() -> None:
+    # tests/data/stalls_tfcnn_horovod/make_log.py plants +4.0 s on every rank in the 10-step
+    # windows ending at steps 150 and 250; rank r runs 0.5·(1 + 0.004 r) s per step. Each row is a
+    # window's mean: 0.9 + 0.002 r s at the stalls vs ≈ 0.503 s, so ≈ 0.40 s excess per row and
+    # 2 × 10 × 0.40 = 8.0 s of wall time.
+    from xpuperf.pipeline import analyze_logs
+
+    log = Path(__file__).resolve().parent.parent / "data" / "stalls_tfcnn_horovod"
+    r = analyze_logs([log / "horovod_4rank_stall.log"])
+    assert r.summary.ranks == 4
+    assert [(e.first_step, e.last_step) for e in r.stalls.events] == [(150, 150), (250, 250)]
+    assert r.stalls.lost_s == pytest.approx(0.80, abs=0.01)
+    assert r.stalls.step_gap == 10
+    (f,) = [f for f in r.findings if f.code == "XP207"]
+    assert "all 4 ranks at steps 150, 250" in f.message
+    assert "≈ 8.0 s of wall time" in f.message
+    assert not any(f.code.startswith("XP10") and f.code != "XP105" for f in r.findings)

@@ -69,13 +69,16 @@ class StallEvent:
 @dataclass
 class StallResult:
     """Synchronous stalls of a run; ``events`` empty when none. ``checked``: False when the run
-    has fewer than two ranks (a job-level log cannot show whether all ranks stalled)."""
+    has fewer than two ranks (a job-level log cannot show whether all ranks stalled).
+    ``lost_s`` is in the logged rows' step time; ``step_gap`` the median gap between logged step
+    numbers (a log printing every k steps has k: each row may stand for k steps)."""
 
     checked: bool
     events: list[StallEvent] = field(default_factory=list)
     lost_s: float = 0.0
     lost_fraction: float = 0.0
     work_source: str = "step_time"
+    step_gap: int = 1
 
 
 def find_sync_stalls(
@@ -122,6 +125,8 @@ def find_sync_stalls(
     events = _group(kinds, {int(s) for s in spike_steps}, job["step"].to_numpy())
     lost = sum(ev.lost_s for ev in events)
     result = StallResult(True, events, lost, lost / total if total > 0 else 0.0, work_source)
+    gaps = np.diff(job["step"].to_numpy())
+    result.step_gap = int(np.median(gaps)) if len(gaps) else 1
     return result, ([_finding(result, n_ranks)] if events else [])
 
 
@@ -211,6 +216,12 @@ def _finding(r: StallResult, n_ranks: int) -> Finding:
         if others
         else ""
     )
+    window = (
+        f"; rows every {r.step_gap} steps: ≈ {r.lost_s * r.step_gap:.1f} s of wall time if each "
+        "row averages its window"
+        if r.step_gap > 1
+        else ""
+    )
     weak = (
         "; per-rank step time cannot rule out one rank pausing while the others wait"
         if phase is None
@@ -220,8 +231,8 @@ def _finding(r: StallResult, n_ranks: int) -> Finding:
         f"{cause}: {len(ev)} stall(s) on {'all' if phase != 'comm_s' else 'the'} {n_ranks} "
         f"ranks at steps {spans} ({n_steps} step(s), {r.lost_s:.2f} s lost = "
         f"{r.lost_fraction:.1%} of wall time; threshold: ≥ {ALL_SHARE:.0%} of ranks slower by "
-        f"≥ {PART_SHARE:.0%} of the job's excess, warning from {COST_WARNING:.0%}){also}{weak}. "
-        f"Remedy: {remedy}."
+        f"≥ {PART_SHARE:.0%} of the job's excess, warning from {COST_WARNING:.0%})"
+        f"{window}{also}{weak}. Remedy: {remedy}."
     )
     data = {
         "events": len(ev),
@@ -231,6 +242,7 @@ def _finding(r: StallResult, n_ranks: int) -> Finding:
         "phase": phase,
         "spans": [[e.first_step, e.last_step] for e in ev],
         "ranks": n_ranks,
+        "step_gap": r.step_gap,
     }
     sev = Severity.WARNING if r.lost_fraction >= COST_WARNING else Severity.INFO
     return Finding("XP207", sev, msg, data)
