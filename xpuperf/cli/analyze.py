@@ -94,6 +94,7 @@ def analyze(
     from xpuperf.cli.progress import read_progress
     from xpuperf.engine import analyze_dataset, dataset_input
     from xpuperf.pipeline import analyze_inputs
+    from xpuperf.readers.scaling import all_scaling_tables
     from xpuperf.report.json_report import render_json, to_dict
     from xpuperf.report.terminal import render_terminal
 
@@ -116,6 +117,9 @@ def analyze(
     for out in (json_out, html_out, md_out):
         if out and out != "-":
             check_not_input(out, existing)
+    if baseline is None and all_scaling_tables(logs):  # cards vs throughput: scaling report
+        _scaling_only(logs, json_out, html_out, md_out, quiet or to_stdout, gates, err)
+        return
     dataset = dataset_input(logs, engine, scheduler)  # `xpuperf ingest` output: an engine reads it
     if dataset is not None and world_size is not None:
         raise UsageError(
@@ -171,6 +175,32 @@ def _nccl_only(nccl, json_out, html_out, md_out, quiet, gates, err: Console) -> 
         write_output(json_out, text)
     if not quiet and json_out != "-":
         render_nccl(nccl, out_console())
+    if gates:
+        gt.enforce(gt.evaluate(gates, doc))
+
+
+def _scaling_only(paths, json_out, html_out, md_out, quiet, gates, err: Console) -> None:
+    """Inputs that are all scaling tables (cards vs throughput or time per step): the scaling
+    report (docs/analyze.md "Scaling tables"), its JSON (``xpuperf.scaling/1``) and gates."""
+    from xpuperf import gates as gt
+    from xpuperf.analysis.scaling import analyze_scaling
+    from xpuperf.readers.scaling import read_scaling_table
+    from xpuperf.report import scaling_section as sc
+    from xpuperf.report.output import write_markdown_outputs
+
+    results = [analyze_scaling(read_scaling_table(Path(p))) for p in paths]
+    if html_out:
+        err.print("warning: --html skipped: scaling tables have no HTML report", markup=False)
+    doc = sc.scaling_document(results)
+    if json_out:
+        write_output(json_out, json.dumps(doc, indent=2, allow_nan=False) + "\n")
+    if md_out or os.environ.get("GITHUB_STEP_SUMMARY"):
+        text = sc.render_scaling_markdown(results)
+        warning = write_markdown_outputs(text, md_out, [*paths, json_out or ""])
+        if warning:
+            err.print(f"warning: {warning}", markup=False)
+    if not quiet:
+        sc.render_scaling(results, out_console())
     if gates:
         gt.enforce(gt.evaluate(gates, doc))
 

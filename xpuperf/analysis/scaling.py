@@ -1,0 +1,305 @@
+"""Scaling tables: efficiency per row against one card, and where the loss happens.
+
+Input: a :class:`~xpuperf.readers.scaling.ScalingTable`. Output: :class:`ScalingResult`.
+
+Definitions (the usual data-parallel ones, e.g. NVIDIA DeepLearningExamples "weak scaling" =
+throughput at N / throughput at 1 GPU):
+
+- speedup(N) = job throughput at N cards / the one-card throughput;
+- efficiency(N) = speedup(N) / N = per-card throughput at N / the one-card throughput. With a
+  time per step and no batch, the same per-card batch is assumed in every row (weak scaling)
+  and efficiency = t(1) / t(N); with a time for a fixed amount of work (per epoch, to train),
+  efficiency = t(1) / (N · t(N)).
+
+The one-card row is the denominator: each row is compared with the one-card row at the same
+per-card batch; a row whose per-card batch has no one-card row is compared per card with the
+nearest one-card batch (said in XP315) when it has a throughput, else refused. A table without
+a one-card row is refused unless a baseline is passed.
+
+Where the loss happens needs the node of each row (a ``nodes`` column, ``2x8`` counts, ``N
+GPUs per node`` in the text, or ``cards_per_node``): the step from one card to the largest
+single-node row is the loss inside one node (host contention, thread oversubscription, load
+imbalance, framework overhead — not the network); the step from there to the multi-node rows is
+the loss across nodes (the network). A table is a handful of medians without spread, so a
+verdict is a ``suspicion`` (four rows or fewer, or one row showing it) or ``likely`` (two rows
+or more agree, more than four rows), never certain. Texts and checks:
+:mod:`xpuperf.analysis.scaling_checks`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from xpuperf.errors import InputError
+from xpuperf.findings import Check, Finding
+from xpuperf.readers.scaling import ScalingTable
+
+THRESHOLD = 0.90
+"""Efficiency below which a step loses too much (per-card throughput vs one card)."""
+FEW_ROWS = 4
+"""Tables with at most this many rows give a suspicion only."""
+BATCH_RTOL = 0.01
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """One card alone, when the table has no one-card row: per-card throughput (items/s) or
+    step time (s), at ``batch_per_card`` (None: assumed the table's)."""
+
+    throughput_per_card_samples_per_s: float | None = None
+    step_time_s: float | None = None
+    batch_per_card: float | None = None
+
+
+@dataclass
+class LossStep:
+    """One step of the ladder.
+
+    Attributes:
+        from_cards, to_cards: cards at both ends.
+        to_nodes: nodes of the ``to`` row (1 for the single-node step).
+        efficiency: efficiency of the ``to`` row against one card.
+        factor: efficiency kept by this step (to-row efficiency / from-row efficiency).
+        rows: rows on this side of the ladder that show the same thing.
+        line: source line of the ``to`` row.
+    """
+
+    from_cards: float
+    to_cards: float
+    to_nodes: float
+    efficiency: float
+    factor: float
+    rows: int
+    line: int
+
+
+@dataclass
+class ScalingResult:
+    """Efficiency of every row and where the loss is.
+
+    Attributes:
+        source, measure, measure_column, throughput_unit: from the table.
+        mode: ``weak`` (same per-card batch), ``assumed weak`` (batch not given), ``strong``
+            (global batch constant), ``mixed`` or ``fixed work`` (time per epoch / to train).
+        rows: the table's rows plus ``nodes_used`` (nodes of the row, NaN unknown),
+            ``speedup``, ``efficiency`` (NaN when refused), ``per_card_time_ratio`` (1 /
+            efficiency), ``baseline_line`` (0 for a given baseline), ``batch_note`` ('' or
+            ``normalised``/``refused: …``), ``scope`` (``one card``, ``one node``,
+            ``N nodes``, ``unknown``).
+        cards_per_node: used to place rows on nodes, or None; ``node_info``: where the node
+            placement came from (None: unknown).
+        threshold: efficiency threshold.
+        largest: the row with most cards (worst efficiency among those), as a dict.
+        intra: the step from one card to the largest single-node row, or None.
+        inter: steps from that row to each multi-node row.
+        location: ``inside one node``, ``across nodes``, ``both``, ``none`` or ``unknown``.
+        confidence: ``suspicion`` or ``likely``.
+        findings, checks: XP310–XP316 and the ``scaling.*`` checks.
+        notes: how the table was read and compared.
+    """
+
+    source: str
+    measure: str
+    measure_column: str
+    throughput_unit: str
+    mode: str
+    rows: pd.DataFrame
+    cards_per_node: int | None
+    node_info: str | None
+    threshold: float
+    largest: dict[str, float]
+    intra: LossStep | None = None
+    inter: list[LossStep] = field(default_factory=list)
+    location: str = "unknown"
+    confidence: str = "suspicion"
+    findings: list[Finding] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _mode(table: ScalingTable) -> str:
+    r = table.rows
+    if table.measure == "run_time":
+        return "fixed work"
+    b = r["batch_per_card"]
+    if b.isna().all():
+        return "assumed weak"
+    known = r[b.notna()]
+    if np.allclose(known["batch_per_card"], known["batch_per_card"].iloc[0], rtol=BATCH_RTOL):
+        return "weak"
+    glob = known["batch_per_card"] * known["cards"]
+    if np.allclose(glob, glob.iloc[0], rtol=BATCH_RTOL):
+        return "strong"
+    return "mixed"
+
+
+def _same_batch(a: float, b: float) -> bool:
+    """Equal per-card batches; an unknown batch is assumed equal (weak scaling)."""
+    return math.isnan(a) or math.isnan(b) or abs(a - b) <= BATCH_RTOL * max(a, b)
+
+
+def _value(row: pd.Series, measure: str) -> tuple[float, str]:
+    """(per-card value where larger is better, kind) of a row."""
+    pc = row["throughput_per_card_samples_per_s"]
+    if not math.isnan(pc):
+        return pc, "throughput"
+    if measure == "run_time":
+        return 1.0 / (row["run_time_s"] * row["cards"]), "run_time"
+    return 1.0 / row["step_time_s"], "step_time"
+
+
+def _efficiencies(table: ScalingTable, baseline: Baseline | None, notes: list[str]) -> pd.DataFrame:
+    r = table.rows.copy()
+    ones = r[r["cards"] == 1]
+    where = None if table.source == "<text>" else table.source
+    if ones.empty and baseline is None:
+        smallest = int(r["cards"].min())
+        raise InputError(
+            f"no one-card row (the smallest has {smallest} cards): efficiency is measured "
+            "against one card alone at the same per-card batch; add a row for 1 card, or give "
+            "the one-card throughput or step time as a baseline",
+            where,
+            table.header_line,
+        )
+    eff, note, base_line = [], [], []
+    for _, row in r.iterrows():
+        value, kind = _value(row, table.measure)
+        if baseline is not None and ones.empty:
+            base = baseline.throughput_per_card_samples_per_s if kind == "throughput" else None
+            if base is None and baseline.step_time_s and kind == "step_time":
+                base = 1.0 / baseline.step_time_s
+            b_batch = baseline.batch_per_card
+            e = value / base if base else float("nan")
+            eff.append(e)
+            base_line.append(0)
+            differs = b_batch is not None and not _same_batch(row["batch_per_card"], b_batch)
+            note.append("normalised" if differs and kind == "throughput" else "")
+            continue
+        same = ones[[_same_batch(row["batch_per_card"], b) for b in ones["batch_per_card"]]]
+        exact = not same.empty
+        pool = same if exact else ones
+        if not exact and kind != "throughput":
+            eff.append(float("nan"))
+            base_line.append(int(pool["line"].iloc[0]))
+            note.append("refused: per-card batch differs and the row has no throughput")
+            continue
+        if not exact:  # nearest one-card batch
+            dist = (pool["batch_per_card"] - row["batch_per_card"]).abs()
+            pool = pool.loc[[dist.idxmin()]]
+        vals = [_value(p, table.measure)[0] for _, p in pool.iterrows()]
+        eff.append(value / float(np.median(vals)))
+        base_line.append(int(pool["line"].iloc[0]))
+        note.append("" if exact else "normalised")
+    r["efficiency"] = eff
+    r["speedup"] = r["efficiency"] * r["cards"]
+    r["per_card_time_ratio"] = 1.0 / r["efficiency"]
+    r["baseline_line"] = base_line
+    r["batch_note"] = note
+    if len(ones) > 1 and ones["batch_per_card"].nunique(dropna=False) < len(ones):
+        notes.append(f"{len(ones)} one-card rows at the same batch: their median is the baseline")
+    return r
+
+
+def _place(table: ScalingTable, r: pd.DataFrame, cards_per_node: int | None) -> str | None:
+    """Fill ``nodes_used`` and ``scope``; return where the placement came from."""
+    cpn = cards_per_node or table.cards_per_node
+    nodes = r["nodes"].copy()
+    info = "the table's nodes column" if nodes.notna().any() else None
+    if cpn:
+        fill = np.ceil(r["cards"] / cpn)
+        nodes = nodes.fillna(fill)
+        info = info or f"{cpn} cards per node" + (
+            " (given)" if cards_per_node else " (from the table)"
+        )
+    elif table.single_node:
+        nodes = nodes.fillna(1.0)
+        info = "a 'one node' statement in the text"
+    nodes[r["cards"] == 1] = 1.0
+    r["nodes_used"] = nodes
+    r["scope"] = [
+        "one card" if c == 1 else "unknown" if math.isnan(n) else "one node" if n == 1
+        else f"{int(n)} nodes"
+        for c, n in zip(r["cards"], nodes, strict=True)
+    ]  # fmt: skip
+    return info if r.loc[r["cards"] > 1, "nodes_used"].notna().any() else None
+
+
+def _ladder(r: pd.DataFrame, threshold: float) -> tuple[LossStep | None, list[LossStep]]:
+    ok = r[r["efficiency"].notna()]
+    single = ok[(ok["nodes_used"] == 1) & (ok["cards"] > 1)]
+    intra = None
+    if not single.empty:
+        top = single[single["cards"] == single["cards"].max()]
+        worst = top.loc[top["efficiency"].idxmin()]
+        shows = int((single["efficiency"] < threshold).sum())
+        intra = LossStep(1.0, worst["cards"], 1.0, worst["efficiency"], worst["efficiency"],
+                         shows, int(worst["line"]))  # fmt: skip
+    inter: list[LossStep] = []
+    multi = ok[ok["nodes_used"] > 1]
+    if intra is not None:
+        ref = single[single["cards"] == intra.to_cards]
+        for _, row in multi.iterrows():
+            same = ref[[_same_batch(row["batch_per_card"], b) for b in ref["batch_per_card"]]]
+            base = float((same if not same.empty else ref)["efficiency"].median())
+            inter.append(LossStep(intra.to_cards, row["cards"], row["nodes_used"],
+                                  row["efficiency"], row["efficiency"] / base, 0,
+                                  int(row["line"])))  # fmt: skip
+        shows = sum(s.factor < threshold for s in inter)
+        inter = [LossStep(**{**s.__dict__, "rows": shows}) for s in inter]
+    return intra, inter
+
+
+def analyze_scaling(
+    table: ScalingTable,
+    *,
+    cards_per_node: int | None = None,
+    baseline: Baseline | None = None,
+    threshold: float = THRESHOLD,
+) -> ScalingResult:
+    """Efficiency of every row of ``table`` and where the loss happens (module docstring).
+
+    Args:
+        table: from :func:`xpuperf.readers.scaling.read_scaling_table`.
+        cards_per_node: cards in one node, when the table does not say (places rows on nodes).
+        baseline: the one-card measurement, when the table has no one-card row.
+        threshold: efficiency below which a step is reported (default 0.90).
+
+    Raises:
+        InputError: no one-card row and no baseline (``file:line`` of the header).
+    """
+    from xpuperf.analysis.scaling_checks import judge
+
+    notes = list(table.notes)
+    r = _efficiencies(table, baseline, notes)
+    info = _place(table, r, cards_per_node)
+    ok = r[r["efficiency"].notna()]
+    if ok.empty:
+        raise InputError(
+            "no row can be compared with one card (per-card batches differ and no throughput)",
+            None if table.source == "<text>" else table.source,
+            table.header_line,
+        )
+    top = ok[ok["cards"] == ok["cards"].max()]
+    worst = top.loc[top["efficiency"].idxmin()]
+    intra, inter = _ladder(r, threshold)
+    res = ScalingResult(
+        source=table.source,
+        measure=table.measure,
+        measure_column=table.measure_column,
+        throughput_unit=table.throughput_unit,
+        mode=_mode(table),
+        rows=r,
+        cards_per_node=cards_per_node or table.cards_per_node,
+        node_info=info,
+        threshold=threshold,
+        largest={k: float(worst[k]) for k in ("cards", "efficiency", "speedup", "line")},
+        intra=intra,
+        inter=inter,
+        notes=notes,
+    )
+    judge(res, table, baseline)
+    return res
