@@ -25,25 +25,28 @@ from xpuperf.events.checks import NO_TEXT, SKIP_FRACTION, _check, _where
 from xpuperf.events.scan import Facts, distinct_iters
 from xpuperf.findings import Check, Finding, Severity
 
+START_SKIPS = 16
+"""Skips allowed as the scaler's start-up search: an initial scale of 2^16 (apex amp, torch
+GradScaler init_scale=65536, DeepSpeed initial_scale_power=16) halves at most 16 times to 1."""
 KINDS = ("apex_overflow", "deepspeed_overflow", "fairseq_overflow", "grad_overflow")
 
 
 def skipped_and_total(facts: Facts, table: pd.DataFrame | None) -> tuple[int, int | None, str]:
-    """(skipped steps, steps they are out of or None, where the numbers come from)."""
+    """(skipped steps, steps they are out of or None, where the numbers come from): of the
+    sources in the module docstring, the one that counts most skips (counters first on a tie)."""
+    found: list[tuple[int, int | None, str]] = []
     if facts.ds_step is not None and facts.ds_step[0] > 0:
         step, skipped = facts.ds_step
-        return skipped, step, "DeepSpeed 'step=…, skipped=…' counters"
+        found.append((skipped, step, "DeepSpeed 'step=…, skipped=…' counters"))
     if facts.megatron:
         by_iter: dict[int, int] = {}
         for it, sk, _nan in facts.megatron:
             by_iter[it] = max(by_iter.get(it, 0), sk)
         its = np.array(sorted(by_iter))
         if len(its) > 1:
-            gap = int(np.median(np.diff(its)))
-            return (
-                sum(by_iter.values()),
-                int(its[-1] - its[0] + gap),
-                "Megatron 'number of skipped iterations' counters",
+            span = int(its[-1] - its[0] + int(np.median(np.diff(its))))
+            found.append(
+                (sum(by_iter.values()), span, "Megatron 'number of skipped iterations' counters")
             )
     if facts.overflow_iters:
         skipped = len(distinct_iters(facts.overflow_iters))
@@ -54,7 +57,8 @@ def skipped_and_total(facts: Facts, table: pd.DataFrame | None) -> tuple[int, in
         skipped = max(known) if known else per.get(None, 0)
         how = "overflow lines of the rank that printed most" if known else "overflow lines"
     total = costs.step_span(table) if table is not None and not table.empty else None
-    return skipped, total, f"{how} over the steps the step table covers"
+    found.append((skipped, total, f"{how} over the steps the step table covers"))
+    return max(found, key=lambda f: f[0])
 
 
 def check(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Check]:
@@ -68,45 +72,63 @@ def check(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Chec
     not_checked = None if facts.text_files else NO_TEXT
     scales = facts.loss_scales
     scale_txt = f"; loss scale went down to {min(scales):g}" if scales else ""
-    if skipped and total:
-        frac = skipped / total
+    extra = max(skipped - START_SKIPS, 0)
+    allow = f"the first {START_SKIPS} are the scaler's start-up search"
+    if extra and total:
+        frac = extra / total
         step_s = costs.median_step_s(table)
-        wasted = f", about {skipped * step_s:.0f} s of step time" if step_s else ""
+        wasted = f", about {extra * step_s:.0f} s of step time" if step_s else ""
         if frac > SKIP_FRACTION:
             first = f" (first {_where(facts, seen[0])})" if seen else ""
             out.append(
                 Finding(
                     "XP705",
                     Severity.WARNING,
-                    f"{skipped} of {total} steps skipped on loss-scale overflow ({frac:.1%}, "
-                    f"threshold {SKIP_FRACTION:.0%}; {how}){first}{scale_txt}: that fraction of "
-                    f"the compute made no update{wasted}. Lower the learning rate or clip "
-                    "gradients; train in bf16 (no loss scaling); raise the minimum loss scale or "
-                    "hysteresis (DeepSpeed 'hysteresis', Megatron --hysteresis) if skips are "
-                    "isolated spikes.",
-                    {"skipped": skipped, "steps": total, "fraction": frac, "source": how},
+                    f"{skipped} of {total} steps skipped on loss-scale overflow ({how}){first}"
+                    f"{scale_txt}; {allow}, the other {extra} are {frac:.1%} of the steps "
+                    f"(threshold {SKIP_FRACTION:.0%}): that fraction of the compute made no "
+                    f"update{wasted}. Lower the learning rate or clip gradients; train in bf16 "
+                    "(no loss scaling); raise the loss-scale hysteresis (DeepSpeed 'hysteresis', "
+                    "Megatron --hysteresis) if skips are isolated spikes.",
+                    {
+                        "skipped": skipped,
+                        "steps": total,
+                        "beyond_start": extra,
+                        "fraction": frac,
+                        "source": how,
+                    },
                 )
             )
-        clean = f"{skipped} of {total} steps skipped ({frac:.2%}, threshold {SKIP_FRACTION:.0%})"
-    elif skipped:
+        clean = (
+            f"{skipped} of {total} steps skipped, {extra} beyond the start-up search "
+            f"({frac:.2%}, threshold {SKIP_FRACTION:.0%})"
+        )
+    elif extra:
         out.append(
             Finding(
                 "XP706",
                 Severity.INFO,
                 f"{skipped} steps skipped on loss-scale overflow (first "
-                f"{_where(facts, seen[0])}){scale_txt}; the number of steps is unknown, so the "
-                f"wasted fraction is not measured (threshold {SKIP_FRACTION:.0%}). Pass the log "
-                "with its step lines (or the step table) with it.",
-                {"skipped": skipped, "source": how},
+                f"{_where(facts, seen[0])}){scale_txt}; {allow}, but the number of steps is "
+                f"unknown, so the wasted fraction of the other {extra} is not measured "
+                f"(threshold {SKIP_FRACTION:.0%}). Pass the log with its step lines (or the step "
+                "table) with it.",
+                {"skipped": skipped, "beyond_start": extra, "source": how},
             )
         )
         not_checked = not_checked or (
             f"{skipped} overflow skips but no step count; pass the step log with the warnings"
         )
         clean = ""
+    elif skipped:
+        of = f" of {total}" if total else ""
+        clean = (
+            f"{skipped}{of} steps skipped on overflow, within the {START_SKIPS} of the start-up "
+            "search"
+        )
     else:
-        total_txt = f" in {total} steps" if total else ""
-        clean = f"no loss-scale overflow{total_txt} in {facts.lines} lines"
+        total_txt = f" of {total}" if total else ""
+        clean = f"no step{total_txt} skipped on loss-scale overflow ({facts.lines} lines)"
     if "min_loss_scale" in facts.events:
         out.append(
             Finding(

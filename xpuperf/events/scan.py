@@ -14,6 +14,7 @@ import contextlib
 import gzip
 import zlib
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -164,33 +165,51 @@ def scan_files(paths: list[Path]) -> Facts:
     return facts
 
 
-def _scan_one(path: Path, facts: Facts) -> None:
+def _chunks(path: Path) -> Iterator[bytes]:
+    """Decompressed content in pieces of about :data:`CHUNK` bytes. gzip is decompressed here
+    (concatenated members too) so that a truncated file yields everything before the cut and
+    then raises EOFError; ``gzip.GzipFile.read`` would drop the last piece it was decoding."""
     with path.open("rb") as fh:
-        gz = fh.read(2) == b"\x1f\x8b"
-    opener = gzip.open if gz else open
+        if fh.read(2) != b"\x1f\x8b":
+            fh.seek(0)
+            while chunk := fh.read(CHUNK):
+                yield chunk
+            return
+        fh.seek(0)
+        d: zlib._Decompress | None = None
+        while raw := fh.read(CHUNK // 8):
+            while raw:
+                if d is None:
+                    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                out = d.decompress(raw)
+                if out:
+                    yield out
+                raw = d.unused_data if d.eof else b""
+                if d.eof:  # member complete; what follows is the next member
+                    d = None
+        if d is not None:
+            raise EOFError("compressed file ended before the end-of-stream marker")
+
+
+def _scan_one(path: Path, facts: Facts) -> None:
     name = str(path)
     base = 0  # lines before the current body
     carry = b""
-    with opener(path, "rb") as fh:  # type: ignore[operator]
-        while True:
-            chunk = fh.read(CHUNK)
+    try:
+        for chunk in _chunks(path):
             buf = carry + chunk
-            if not chunk:
-                body, carry = buf, b""
-            else:
-                cut = buf.rfind(b"\n") + 1
-                if cut == 0:
-                    carry = buf
-                    continue
-                body, carry = buf[:cut], buf[cut:]
-            if body:
-                _scan_body(body, base, name, facts)
-                base += body.count(b"\n")
-                if not body.endswith(b"\n"):
-                    base += 1
-            if not chunk:
-                break
-    facts.lines += base
+            cut = buf.rfind(b"\n") + 1
+            if cut == 0:
+                carry = buf
+                continue
+            body, carry = buf[:cut], buf[cut:]
+            _scan_body(body, base, name, facts)
+            base += body.count(b"\n")
+    finally:
+        if carry:
+            _scan_body(carry, base, name, facts)
+            base += 1
+        facts.lines += base
 
 
 def _scan_body(body: bytes, base: int, name: str, facts: Facts) -> None:

@@ -1,0 +1,309 @@
+"""Framework warnings in training logs: one test per finding with its value, the healthy logs
+(corpus pieces) on which every check is clean or not_checked, and inputs without framework output
+(not_checked). Expected numbers are worked out by hand from the sample files (see comments)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from xpuperf.events import scan_events
+from xpuperf.findings import CheckStatus, Severity
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+def _codes(report) -> list[str]:
+    return sorted(f.code for f in report.findings)
+
+
+def _check(report, name: str):
+    (c,) = [c for c in report.checks if c.name == name]
+    return c
+
+
+def _finding(report, code: str):
+    (f,) = [f for f in report.findings if f.code == code]
+    return f
+
+
+def _table(ranks: int, steps: np.ndarray, times: np.ndarray, **cols: float) -> pd.DataFrame:
+    n = len(steps)
+    df = pd.DataFrame(
+        {
+            "rank": np.repeat(np.arange(ranks), n).astype("int32"),
+            "step": np.tile(steps, ranks).astype("int64"),
+            "step_time_s": np.tile(times, ranks).astype("float64"),
+        }
+    )
+    for k, v in cols.items():
+        df[k] = v
+    return df
+
+
+ALL_CHECKS = {
+    "events.ddp_unused_parameters",
+    "events.dataloader_workers",
+    "events.dataloader_worker_crash",
+    "events.loss_scale_overflow",
+    "events.nccl_timeout",
+    "events.omp_threads",
+}
+
+
+def test_every_check_is_reported_and_serialisable():
+    r = scan_events([DATA / "events_worker_crash/stderr.txt"])
+    assert {c.name for c in r.checks} == ALL_CHECKS
+    json.dumps(r.to_dict())
+    for f in r.findings:
+        assert "threshold" in f.message
+
+
+# --- DDP ------------------------------------------------------------------------------------
+
+
+def test_ddp_flag_without_unused_parameters():
+    # train.log: torchrun banner (lines 1-4), a step line (5), the warning from ranks 1, 0, 3, 2
+    # (lines 6-9, rank 0's in ANSI yellow).
+    r = scan_events([DATA / "events_ddp_unused_flag/train.log"])
+    f = _finding(r, "XP701")
+    assert f.severity is Severity.WARNING
+    assert f.data["count"] == 4
+    assert f.data["ranks"] == [0, 1, 2, 3]
+    assert "find_unused_parameters=False" in f.message
+    assert "cost not measured" in f.message
+    (ev,) = [e for e in r.events if e.kind == "ddp_no_unused"]
+    assert (ev.line, ev.count) == (6, 4)
+    assert ev.text.startswith("[rank1]:[W612")
+    assert _check(r, "events.ddp_unused_parameters").status is CheckStatus.PROBLEM
+
+
+def test_ddp_flag_cost_bound_from_phases():
+    # other = 0.5 - (0.3 + 0.1 + 0.05) = 0.05 s = 50.0 ms a step
+    t = _table(4, np.arange(1, 11), np.full(10, 0.5), compute_s=0.3, comm_s=0.1, data_s=0.05)
+    r = scan_events([DATA / "events_ddp_unused_flag/train.log"], t)
+    assert "at most 50.0 ms a step" in _finding(r, "XP701").message
+
+
+def test_ddp_flag_torch18_text():
+    # torch 1.8 printed "... did not find any unused parameters. This flag ..." without a prefix
+    r = scan_events([DATA / "events_ddp_unused_flag/old_torch18.log"])
+    assert _codes(r) == ["XP701"]
+    assert _finding(r, "XP701").data["ranks"] == []
+
+
+def test_ddp_unused_parameters_error():
+    # mpirun-tagged: ranks 1 and 3 raise; indices "40 41 42 43" (4) and "40 41" (2)
+    r = scan_events([DATA / "events_ddp_unused_error/job.err"])
+    f = _finding(r, "XP702")
+    assert f.severity is Severity.ERROR
+    assert f.data["ranks"] == [1, 3]
+    assert f.data["unused_indices"] == {1: 4, 3: 2}
+    assert _check(r, "events.ddp_unused_parameters").codes == ("XP702",)
+
+
+# --- DataLoader -----------------------------------------------------------------------------
+
+
+def _stall_table() -> pd.DataFrame:
+    # 400 steps of 0.2 s; step 0 (warm-up) +5 s; the first step of epochs 2-4 (100, 200, 300)
+    # +3 s. Stall = 3.0 s at 3 epoch starts; summed step time 400*0.2 + 5 + 3*3 = 94 s, so the
+    # stall is 9/94 = 9.57 % of it.
+    times = np.full(400, 0.2)
+    times[0] += 5.0
+    times[[100, 200, 300]] += 3.0
+    return _table(2, np.arange(400), times)
+
+
+def test_spawn_without_persistent_workers_with_measured_stall():
+    # spawn.log: the Lightning 1.6 warning on line 4; tqdm bars give 100 batches an epoch
+    r = scan_events([DATA / "events_lightning_spawn/spawn.log"], _stall_table())
+    f = _finding(r, "XP703")
+    assert f.data["stall_s"] == pytest.approx(3.0)
+    assert "3.00 s at each of 3 epoch starts (9.6% of the summed step time)" in f.message
+    assert "persistent_workers=True" in f.message
+    assert "XP712" not in _codes(r)  # the stall is XP703's cost, not a second finding
+
+
+def test_stall_without_warning_plain_ddp():
+    # MMEngine lines "[ 50/100]": 100 iterations an epoch; plain DDP prints no warning
+    r = scan_events([DATA / "events_lightning_spawn/mmengine_plain_ddp.log"], _stall_table())
+    f = _finding(r, "XP712")
+    assert f.data["epochs"] == 3
+    assert f.data["fraction"] == pytest.approx(9 / 94)
+
+
+def test_no_stall_is_clean_with_measurement():
+    flat = _table(2, np.arange(400), np.full(400, 0.2))
+    r = scan_events([DATA / "events_lightning_spawn/mmengine_plain_ddp.log"], flat)
+    c = _check(r, "events.dataloader_workers")
+    assert c.status is CheckStatus.CLEAN
+    assert "measured stall 0.00 s" in c.evidence
+    assert r.findings == []
+
+
+def test_few_workers():
+    r = scan_events([DATA / "events_lightning_spawn/fewworkers.log"])
+    f = _finding(r, "XP704")
+    assert f.data["loaders"] == ["train_dataloader", "val_dataloader"]
+    assert "num_workers=7" in f.message
+
+
+def test_worker_killed_by_bus_error():
+    # a tqdm bar glued in front of the first line; both lines count
+    r = scan_events([DATA / "events_worker_crash/stderr.txt"])
+    f = _finding(r, "XP711")
+    assert f.data == {"signals": ["Bus error"], "pids": ["48213"]}
+    assert "/dev/shm" in f.message
+    assert r.events[0].count == 2
+
+
+# --- loss-scale overflow --------------------------------------------------------------------
+
+
+def test_apex_overflow_fraction_from_step_table():
+    # each of 2 local ranks ([default0]/[default1]) prints 20 overflows: 4 at the start, 16 at
+    # steps 120-135. 20 - 16 (start-up allowance) = 4 of 200 steps = 2 % > 1 %;
+    # wasted 4 * 0.5 s = 2 s. Scale 65536 halved 20 times = 0.0625.
+    t = _table(2, np.arange(1, 201), np.full(200, 0.5))
+    r = scan_events([DATA / "events_overflow_apex/train.log"], t)
+    f = _finding(r, "XP705")
+    assert (f.data["skipped"], f.data["steps"], f.data["beyond_start"]) == (20, 200, 4)
+    assert f.data["fraction"] == pytest.approx(0.02)
+    assert "about 2 s of step time" in f.message
+    assert "0.0625" in f.message
+
+
+def test_apex_overflow_without_step_count_is_not_checked():
+    r = scan_events([DATA / "events_overflow_apex/train.log"])
+    assert _codes(r) == ["XP706"]
+    assert _check(r, "events.loss_scale_overflow").status is CheckStatus.NOT_CHECKED
+
+
+def test_deepspeed_overflow_counters_gzip():
+    # last counters "step=200, skipped=30": 30 - 16 = 14 of 200 = 7 %
+    r = scan_events([DATA / "events_overflow_deepspeed/ds_train.log.gz"])
+    f = _finding(r, "XP705")
+    assert (f.data["skipped"], f.data["steps"]) == (30, 200)
+    assert f.data["fraction"] == pytest.approx(0.07)
+    (ev,) = r.events
+    assert ev.kind == "deepspeed_overflow"
+    assert ev.count == 30
+
+
+def test_megatron_skipped_iterations():
+    # logged every 100 iterations, 100..1000: span 1000; skipped 3 + 20 + 15 = 38; 22 of 1000
+    r = scan_events([DATA / "events_overflow_megatron/megatron.log"])
+    f = _finding(r, "XP705")
+    assert (f.data["skipped"], f.data["steps"]) == (38, 1000)
+    assert f.data["fraction"] == pytest.approx(0.022)
+
+
+def test_fairseq_minimum_loss_scale():
+    r = scan_events([DATA / "events_fairseq_min_scale/train.log"])
+    assert _codes(r) == ["XP707"]  # 4 skips are within the start-up allowance
+    assert _finding(r, "XP707").severity is Severity.ERROR
+    (ev,) = [e for e in r.events if e.kind == "fairseq_overflow"]
+    assert (ev.count, ev.line) == (4, 2)
+    assert _check(r, "events.loss_scale_overflow").status is CheckStatus.PROBLEM
+
+
+# --- NCCL -----------------------------------------------------------------------------------
+
+
+def test_nccl_timeout_ranks_in_different_collectives():
+    # ranks 0-2 in ALLREDUCE SeqNum 4410, rank 3 in BROADCAST 4409; rank 0's text repeated in
+    # the "terminate called" lines counts once
+    t = _table(4, np.arange(1, 5), np.full(4, 1.0))
+    r = scan_events([DATA / "events_nccl_timeout/torch24_rank_prefixed.log"], t)
+    f = _finding(r, "XP708")
+    assert f.severity is Severity.ERROR
+    got = {(c["op"], c["seq"]): c["ranks"] for c in f.data["collectives"]}
+    assert got == {("ALLREDUCE", "4410"): [0, 1, 2], ("BROADCAST", "4409"): [3]}
+    assert (f.data["timeout_ms"], f.data["ran_ms"]) == (600000, 600490)
+    assert "different code paths" in f.message
+    assert "TORCH_NCCL_ASYNC_ERROR_HANDLING=1" in f.message
+    assert "NCCL_DEBUG=INFO" in f.message
+
+
+def test_nccl_timeout_torch1x_names_silent_ranks():
+    t = _table(4, np.arange(1, 5), np.full(4, 1.0))
+    r = scan_events([DATA / "events_nccl_timeout/torch1x_two_ranks.log"], t)
+    f = _finding(r, "XP708")
+    assert f.data["ranks"] == [1, 2]
+    assert f.data["timeout_ms"] == 1800000
+    assert "Ranks 0, 3 of the step table printed no timeout" in f.message
+    assert "same collective" in f.message
+
+
+# --- threads --------------------------------------------------------------------------------
+
+
+def test_omp_oversubscribed():
+    # OMP_NUM_THREADS=4 x 8 processes = 32 threads on 16 CPUs; remedy 16 // 8 = 2
+    r = scan_events([DATA / "events_omp_oversubscribed/job.out"])
+    f = _finding(r, "XP710")
+    assert f.data == {"threads": 4, "procs": 8, "cpus": 16}
+    assert "OMP_NUM_THREADS=2" in f.message
+
+
+def test_omp_fits_is_clean():
+    r = scan_events([DATA / "events_omp_oversubscribed/fits.out"])
+    c = _check(r, "events.omp_threads")
+    assert c.status is CheckStatus.CLEAN
+    assert "= 16 threads on 16 CPUs" in c.evidence
+
+
+def test_torchrun_default_is_info_and_clean():
+    # torchrun set 1; 32 CPUs / 4 processes allow up to 8
+    r = scan_events([DATA / "events_omp_oversubscribed/torchrun_default.out"])
+    assert _codes(r) == ["XP709"]
+    assert "allow up to 8" in _finding(r, "XP709").message
+    assert _check(r, "events.omp_threads").status is CheckStatus.CLEAN
+
+
+# --- healthy logs and inputs without framework output ---------------------------------------
+
+
+def test_healthy_corpus_pieces_no_finding():
+    # pieces of corpus 07 (maskrcnn, 8 ranks: 3 overflow iterations of the start-up search,
+    # printed interleaved as 3/4/5 and glued '33'/'55'), 09 (BERT, srun -l), 30 (torchtitan),
+    # 36 (Megatron-LLM, 0 skipped iterations).
+    files = sorted((DATA / "events_healthy").iterdir())
+    r = scan_events(files)
+    assert r.findings == []
+    for c in r.checks:
+        assert c.status in (CheckStatus.CLEAN, CheckStatus.NOT_CHECKED), c
+    assert _check(r, "events.nccl_timeout").status is CheckStatus.CLEAN
+    ov = _check(r, "events.loss_scale_overflow")
+    assert ov.status is CheckStatus.CLEAN
+    assert ov.evidence.startswith("3 steps skipped")
+
+
+def test_healthy_maskrcnn_with_step_table():
+    # logged every 50 iterations, 50..150 on 8 ranks: span 150; 3 skips are within the allowance
+    t = _table(8, np.array([50, 100, 150]), np.full(3, 0.2))
+    r = scan_events([DATA / "events_healthy/maskrcnn_8rank_head.txt"], t)
+    assert r.findings == []
+    assert (
+        "3 of 150 steps skipped on overflow, within the 16"
+        in _check(r, "events.loss_scale_overflow").evidence
+    )
+
+
+def test_step_tables_only_are_not_checked(tmp_path: Path):
+    t = _table(2, np.arange(1, 6), np.full(5, 0.1))
+    csv, pq = tmp_path / "steps.csv", tmp_path / "steps.parquet"
+    t.to_csv(csv, index=False)
+    t.to_parquet(pq)
+    r = scan_events([csv, pq], t)
+    assert r.findings == []
+    assert r.files_scanned == []
+    assert sorted(r.files_skipped) == sorted([str(csv), str(pq)])
+    for c in r.checks:
+        assert c.status is CheckStatus.NOT_CHECKED
+        assert "pass the job's stdout/stderr log" in c.evidence
