@@ -34,10 +34,16 @@ def test_analyze_nccl_log_alone_gives_the_nccl_report(capsys) -> None:
     assert nccl["rings"][0]["order"][8] == 8
     assert nccl["rings"][0]["cross_node_edges"] == 2
     assert sorted(f["code"] for f in doc["findings"]) == ["XP650", "XP659"]
+    # issue 16: one check record per NCCL check; the excerpt has rings but no transport lines
+    checks = {c["name"]: c["status"] for c in nccl["checks"]}
+    assert len(checks) == 8
+    assert checks["nccl.ring_crossings"] == "clean"
+    assert checks["nccl.network"] == "not_checked"
     code, out, err = run(capsys, "analyze", str(LOG41))
     assert code == 0
     assert "16 rank(s) on 2 host(s)" in out
     assert "XP650" in out
+    assert "clean       ring node crossings" in out
 
 
 def test_analyze_step_logs_plus_nccl_log(capsys, tmp_path: Path) -> None:

@@ -149,6 +149,8 @@ def _parse(b: _Builder, line: str, no: int) -> None:
         else:
             _global_line(b, thread, host, msg, no)
         return
+    if " nRanks " in msg:
+        msg = _RCCL_TAIL.sub("", msg)
     if msg.startswith("Trees"):
         _trees(b, thread, msg, no)
         return
@@ -175,7 +177,7 @@ def _parse(b: _Builder, line: str, no: int) -> None:
 
 def _conn(b: _Builder, thread: tuple, host: str | None, msg: str, no: int) -> None:
     """A transport line (``Channel``/``Ring`` ``NN : a[..] -> b[..] via X``, any version)."""
-    m = _CONN.match(_RCCL_TAIL.sub("", msg) if " nRanks " in msg else msg)
+    m = _CONN.match(msg)
     if not m:
         return
     via = m.group(7)

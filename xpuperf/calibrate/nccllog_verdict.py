@@ -16,6 +16,7 @@ from collections.abc import Callable
 from xpuperf.calibrate.nccllog_checks import ring_crossings
 from xpuperf.calibrate.nccllog_model import Comm, NcclLog
 from xpuperf.calibrate.nccllog_net import gpu_nic_paths, inter, is_socket, multi_node, scope
+from xpuperf.calibrate.nccllog_warn import classify
 from xpuperf.findings import Check, CheckStatus, Finding, Severity
 
 NET = "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"
@@ -151,7 +152,9 @@ def _uniform(log: NcclLog, w: Comm | None) -> Evidence:
 def _warn(log: NcclLog, w: Comm | None) -> Evidence:
     total = log.info_lines + log.warn_lines
     if log.warns:
-        return True, f"{log.warn_lines} NCCL WARN line(s) among {total} NCCL line(s)"
+        mine = sum(classify(w.text) is not None for w in log.warns)
+        other = "" if mine else ", all read by the checks above"
+        return True, f"{log.warn_lines} NCCL WARN line(s) among {total} NCCL line(s){other}"
     return True, f"no NCCL WARN line among {total} NCCL line(s) (NCCL prints every WARN)"
 
 

@@ -10,7 +10,9 @@ JSON (``--json`` key ``nccl``): ``sources``, ``version``, ``cuda``, ``ranks`` (w
 ``min_cross_node_edges``; null when a rank's host is unknown), ``rank_hosts`` (``rank``,
 ``host``, ``cuda_dev``, ``bus_id``, ``host_inferred``), ``gdr`` (``enabled``/``disabled``: the
 text after "GPU Direct RDMA Enabled/Disabled for"), ``communicators`` (every communicator, world
-first, same keys), ``findings``.
+first, same keys), ``warn_lines`` (distinct ``NCCL WARN`` messages: ``text``, ``count``),
+``checks`` (one :meth:`~xpuperf.findings.Check.to_dict` per NCCL check: ``name``, ``title``,
+``status`` problem/clean/not_checked, ``evidence``, ``codes``), ``findings``.
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from rich.table import Table
 
 from xpuperf.calibrate.nccllog import Comm
 from xpuperf.calibrate.nccllog_checks import NcclReport, ring_crossings, transport_summary
+from xpuperf.calibrate.nccllog_warn import warn_counts
 from xpuperf.report.terminal import safe
 
 _SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+_CHECK_STYLE = {"problem": "bold red", "clean": "green", "not_checked": "dim"}
 MAX_RINGS_SHOWN = 16
 
 
@@ -97,6 +101,8 @@ def to_dict(report: NcclReport) -> dict[str, Any]:
         "rings": world.get("rings", []),
         "rank_hosts": world.get("rank_hosts", []),
         "communicators": comms,
+        "warn_lines": [{"text": t, "count": n} for t, n in warn_counts(log)],
+        "checks": [c.to_dict() for c in report.checks],
         "findings": [f.to_dict() for f in report.findings],
     }
 
@@ -160,6 +166,14 @@ def render_nccl(report: NcclReport, console: Console, *, findings: bool = True) 
                     "?" if r.minimum is None else str(r.minimum),
                 )
             console.print(tab)
+    if report.checks:
+        console.print("checks:")
+        for c in report.checks:
+            st = c.status.value
+            console.print(
+                f"  [{_CHECK_STYLE[st]}]{st:<11}[/] {safe(c.title)}: {safe(c.evidence)}",
+                highlight=False,
+            )
     if findings:
         for f in report.findings:
             style = _SEV_STYLE.get(f.severity.value, "")
