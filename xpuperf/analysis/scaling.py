@@ -213,7 +213,7 @@ def _place(table: ScalingTable, r: pd.DataFrame, cards_per_node: int | None) -> 
         fill = np.ceil(r["cards"] / cpn)
         nodes = nodes.fillna(fill)
         info = info or f"{cpn} cards per node" + (
-            " (given)" if cards_per_node else " (from the table)"
+            " (given)" if cards_per_node else " (stated in the input)"
         )
     elif table.single_node:
         nodes = nodes.fillna(1.0)
