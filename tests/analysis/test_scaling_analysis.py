@@ -36,15 +36,18 @@ def test_intra_node_loss_and_oversubscription() -> None:
     assert res.confidence == "suspicion"  # four rows: never more than a suspicion
     assert set(codes(res)) == {"XP310", "XP311", "XP313", "XP314"}
     xp311 = next(f for f in res.findings if f.code == "XP311")
-    assert "not the network" in xp311.message and "0.730" in xp311.message
-    assert "suspicion" in xp311.message and "0.90" in xp311.message
+    assert "not the network" in xp311.message
+    assert "0.730" in xp311.message
+    assert "suspicion" in xp311.message
+    assert "0.90" in xp311.message
     xp313 = next(f for f in res.findings if f.code == "XP313")
     # per-card time ratio 1/eff: 1, 760/722, 1520/1292, 3040/2219 = 1.369986 — grows
     assert xp313.data["per_card_time_ratio"] == pytest.approx([1, 1.052632, 1.176471, 1.369986],
                                                               abs=1e-5)  # fmt: skip
     assert "OMP_NUM_THREADS × processes per node ≤ physical cores" in xp313.message
     xp314 = next(f for f in res.findings if f.code == "XP314")
-    assert "0.81 at 8 cards" in xp314.message and "0.730 recomputed" in xp314.message
+    assert "0.81 at 8 cards" in xp314.message
+    assert "0.730 recomputed" in xp314.message
     st = status(res)
     assert st["scaling.inter_node"] == "not_checked"
     assert (
@@ -62,7 +65,8 @@ def test_inter_node_loss_with_clean_intra() -> None:
     assert res.location == "across nodes"
     assert codes(res) == ["XP310", "XP312"]
     st = status(res)
-    assert st["scaling.intra_node"] == "clean" and st["scaling.inter_node"] == "problem"
+    assert st["scaling.intra_node"] == "clean"
+    assert st["scaling.inter_node"] == "problem"
     assert st["scaling.reported"] == "clean"  # its efficiency column is right
     assert st["scaling.batch"] == "clean"
     assert "NCCL" in next(f for f in res.findings if f.code == "XP312").message
@@ -79,7 +83,8 @@ def test_healthy_table_is_clean_only_where_evidence_exists() -> None:
     st = status(res)
     for name in ("efficiency", "intra_node", "inter_node", "oversubscription", "superlinear"):
         assert st[f"scaling.{name}"] == "clean"
-    assert st["scaling.reported"] == "not_checked" and st["scaling.batch"] == "not_checked"
+    assert st["scaling.reported"] == "not_checked"
+    assert st["scaling.batch"] == "not_checked"
 
 
 def test_step_time_without_batch_uses_weak_scaling_assumption() -> None:
@@ -96,12 +101,14 @@ def test_location_unknown_without_node_information() -> None:
     assert res.largest["efficiency"] == pytest.approx(0.875)
     assert res.location == "unknown"
     xp310 = next(f for f in res.findings if f.code == "XP310")
-    assert "cannot be told" in xp310.message and "nodes" in xp310.message
+    assert "cannot be told" in xp310.message
+    assert "nodes" in xp310.message
     st = status(res)
     assert st["scaling.intra_node"] == st["scaling.inter_node"] == "not_checked"
     assert st["scaling.oversubscription"] == "not_checked"
     # each row has a one-card row at its own batch; the stated speedups (3.80x, 7.00x) agree
-    assert st["scaling.batch"] == "clean" and st["scaling.reported"] == "clean"
+    assert st["scaling.batch"] == "clean"
+    assert st["scaling.reported"] == "clean"
 
 
 def test_cards_per_node_argument_places_rows() -> None:
@@ -117,7 +124,8 @@ def test_strong_scaling_rows_are_normalised_and_said() -> None:
     assert res.rows["efficiency"].tolist() == pytest.approx([1, 0.9375, 0.85])
     assert res.rows["batch_note"].tolist() == ["", "normalised", "normalised"]
     xp315 = next(f for f in res.findings if f.code == "XP315")
-    assert "strong scaling" in xp315.message and "128" in xp315.message
+    assert "strong scaling" in xp315.message
+    assert "128" in xp315.message
 
 
 def test_step_time_at_another_batch_is_refused() -> None:
@@ -141,7 +149,8 @@ def test_no_one_card_row_is_refused_unless_baseline() -> None:
                                                             abs=1e-6)  # fmt: skip
     # across nodes: 0.84498/0.96020 = 0.88000 < 0.90 on 4 nodes; 2 nodes 0.94000
     assert [s.factor for s in res.inter] == pytest.approx([0.94, 0.88], abs=1e-5)
-    assert "XP312" in codes(res) and "XP311" not in codes(res)
+    assert "XP312" in codes(res)
+    assert "XP311" not in codes(res)
 
 
 def test_superlinear_row_is_flagged() -> None:

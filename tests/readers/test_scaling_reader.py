@@ -25,7 +25,8 @@ def col(text: str, name: str) -> list[float]:
 def test_markdown_with_alignment_bold_units_and_thousands() -> None:
     t = read_scaling_table(DATA / "scaling_markdown_intra/table.md")
     assert t.form == "markdown"
-    assert t.measure == "throughput" and t.throughput_unit == "images"
+    assert t.measure == "throughput"
+    assert t.throughput_unit == "images"
     assert t.rows["cards"].tolist() == [1, 2, 4, 8]
     # '1,292' and '**2,219**' are thousands separators and bold
     assert t.rows["throughput_samples_per_s"].tolist() == [380, 722, 1292, 2219]
@@ -55,7 +56,8 @@ def test_csv_with_nodes_batch_and_quoted_thousands() -> None:
 
 def test_tsv_config_1x8_and_per_card_column() -> None:
     t = read_scaling_table(DATA / "scaling_tsv_no_baseline/table.tsv")
-    assert t.form == "tsv" and t.measure == "throughput_per_card"
+    assert t.form == "tsv"
+    assert t.measure == "throughput_per_card"
     assert t.throughput_unit == "tokens"  # token/p/s
     assert t.rows["cards"].tolist() == [8, 16, 32]  # 1x8, 2x8, 4x8
     assert t.rows["nodes"].tolist() == [1, 2, 4]
@@ -73,7 +75,8 @@ def test_whitespace_table_and_cards_per_node_from_text() -> None:
 
 def test_sentences_with_mixed_time_units() -> None:
     t = read_scaling_table(DATA / "scaling_lines_steptime/post.txt")
-    assert t.form == "lines" and t.measure == "step_time"
+    assert t.form == "lines"
+    assert t.measure == "step_time"
     # 0.210 s/it, 0.231 s/it, 262 ms/step -> seconds
     assert t.rows["step_time_s"].tolist() == pytest.approx([0.210, 0.231, 0.262])
     assert t.rows["throughput_samples_per_s"].isna().all()  # no batch column: no throughput
@@ -95,7 +98,10 @@ def test_sentence_shapes(text: str, cards: list[int], value: list[float]) -> Non
 
 def test_step_time_with_batch_becomes_throughput() -> None:
     # 32 samples per card, 0.2 s/step on 4 cards: 4 x 32 / 0.2 = 640 samples/s
-    text = "| GPUs | batch per GPU | time per step (ms) |\n|---|---|---|\n| 1 | 32 | 160 |\n| 4 | 32 | 200 |\n"
+    text = (
+        "| GPUs | batch per GPU | time per step (ms) |\n|---|---|---|\n"
+        "| 1 | 32 | 160 |\n| 4 | 32 | 200 |\n"
+    )
     t = read_scaling_table(text)
     assert t.rows["step_time_s"].tolist() == pytest.approx([0.16, 0.2])
     assert t.rows["throughput_samples_per_s"].tolist() == pytest.approx([200, 640])

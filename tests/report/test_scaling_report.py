@@ -31,7 +31,8 @@ def test_every_renderer_over_every_fixture(path: Path) -> None:
     buf = io.StringIO()
     render_scaling([res], Console(file=buf, width=200, color_system=None))
     out = buf.getvalue()
-    assert "checks:" in out and "scaling.efficiency" in out
+    assert "checks:" in out
+    assert "scaling.efficiency" in out
     md = render_scaling_markdown([res])
     assert md.count("| scaling.") == len(res.checks)
 
@@ -42,7 +43,8 @@ def test_json_document_of_the_internode_table() -> None:
     t = doc["tables"][0]
     assert doc["efficiency"] == pytest.approx(0.70)  # 9184/32/410
     assert [f["code"] for f in doc["findings"]] == ["XP310", "XP312"]
-    assert t["location"] == "across nodes" and t["mode"] == "weak"
+    assert t["location"] == "across nodes"
+    assert t["mode"] == "weak"
     assert t["rows"][1] == {
         "cards": 8, "nodes": 1, "batch_per_card": 32, "throughput_samples_per_s": 3148.8,
         "throughput_per_card_samples_per_s": 393.6, "step_time_s": None, "run_time_s": None,
@@ -50,7 +52,8 @@ def test_json_document_of_the_internode_table() -> None:
         "reported_efficiency": 0.96, "reported_speedup": None, "scope": "one node",
         "batch_note": "", "line": 4,
     }  # fmt: skip
-    assert t["intra"]["to_cards"] == 8 and t["inter"][0]["to_nodes"] == 2
+    assert t["intra"]["to_cards"] == 8
+    assert t["inter"][0]["to_nodes"] == 2
     assert {c["name"]: c["status"] for c in doc["checks"]}["scaling.inter_node"] == "problem"
 
 
