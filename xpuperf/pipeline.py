@@ -15,6 +15,7 @@ from xpuperf.analysis import analyze
 from xpuperf.analysis.checks import not_checked_sources
 from xpuperf.analysis.results import AnalyzeResult
 from xpuperf.errors import InputError
+from xpuperf.events import EventReport, scan_events
 from xpuperf.kinds import WHAT_ANALYZE_READS, other_kind
 from xpuperf.readers import read_logs
 
@@ -32,7 +33,8 @@ def analyze_logs(
     straggler_threshold: float = 0.05,
     world_size: int | None = None,
 ) -> AnalyzeResult:
-    """Read per-rank logs (and an optional single-card baseline) and analyse them.
+    """Read per-rank logs (and an optional single-card baseline) and analyse them; the run's
+    text logs are also scanned for framework warnings (:mod:`xpuperf.events`).
 
     Args:
         paths: files, directories or glob patterns (see :func:`xpuperf.readers.read_logs`).
@@ -51,7 +53,7 @@ def analyze_logs(
     except InputError as exc:
         raise _pointed(exc) from exc.__cause__
     base_table, base_warnings = read_baseline(baseline, fmt=fmt, batch_size=batch_size)
-    return analyze(
+    result = analyze(
         run.table,
         baseline=base_table,
         warmup=warmup,
@@ -59,6 +61,20 @@ def analyze_logs(
         sources=run.sources,
         read_warnings=[*run.warnings, *base_warnings],
     )
+    add_events(result, scan_events([Path(p) for p in run.sources], run.table))
+    return result
+
+
+def add_events(result: AnalyzeResult, events: EventReport) -> None:
+    """Merge the framework warnings found in the run's own files (:mod:`xpuperf.events`,
+    XP7xx) into ``result``: findings, checks, reader notes, and ``result.events``."""
+    result.read_warnings += events.warnings
+    if not events.files_scanned:  # step tables only: one "not checked" line, no events section
+        result.checks += not_checked_sources(has_nccl=True, has_text=False)[:1]
+        return
+    result.events = events
+    result.findings = sorted([*result.findings, *events.findings], key=lambda f: -f.severity.rank)
+    result.checks += events.checks
 
 
 def _pointed(exc: InputError) -> InputError:

@@ -175,9 +175,21 @@ def _breakdown(b: BreakdownResult, findings: list[Finding], shape: str) -> list[
     return out
 
 
-def not_checked_sources(has_nccl: bool) -> list[Check]:
-    """Checks of other evidence kinds absent from an ``analyze`` input (what would enable them)."""
+def not_checked_sources(has_nccl: bool, has_text: bool = True) -> list[Check]:
+    """Checks of other evidence kinds absent from an ``analyze`` input (what would enable them):
+    NCCL debug lines, framework output (``has_text`` False: only step tables were read, so the
+    framework-warning checks of :mod:`xpuperf.events` collapse into one), topology."""
     out = []
+    if not has_text:
+        out.append(
+            _missing(
+                "framework",
+                "framework and runtime warnings (DDP, DataLoader, loss scaling, NCCL watchdog, "
+                "OpenMP)",
+                "the input holds step tables only, no framework output: pass the job's "
+                "stdout/stderr log (with 2>&1) too",
+            )
+        )
     if not has_nccl:
         out.append(
             _missing(

@@ -216,6 +216,8 @@ class AnalyzeResult:
             checks come from :mod:`xpuperf.analysis.checks`, :mod:`xpuperf.pipeline` adds those
             of NCCL logs and framework output (docs/diagnosis.md).
         stalls: synchronous stalls (:class:`~xpuperf.analysis.stalls.StallResult`), or None.
+        events: framework warnings found in the run's text logs
+            (:class:`xpuperf.events.EventReport`), or None; set by :mod:`xpuperf.pipeline`.
     """
 
     sources: list[str]
@@ -231,3 +233,4 @@ class AnalyzeResult:
     nccl: object | None = None
     checks: list[Check] = field(default_factory=list)
     stalls: object | None = None
+    events: object | None = None

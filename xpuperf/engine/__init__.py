@@ -76,6 +76,7 @@ def analyze_dataset(
     Raises:
         InputError, UsageError: bad dataset, engine or options (exit code 2 in the CLI).
     """
+    from xpuperf.analysis.checks import not_checked_sources
     from xpuperf.pipeline import read_baseline
 
     eng = (
@@ -85,7 +86,7 @@ def analyze_dataset(
     )
     red = eng.reduce(os.fspath(dataset))
     base_table, base_warnings = read_baseline(baseline, fmt=fmt, batch_size=batch_size)
-    return analyze(
+    result = analyze(
         red.table,
         job=red.job,
         baseline=base_table,
@@ -94,6 +95,9 @@ def analyze_dataset(
         sources=red.sources,
         read_warnings=[*red.warnings, *base_warnings],
     )
+    # a dataset holds step records only: no framework output, no NCCL lines (docs/diagnosis.md)
+    result.checks += not_checked_sources(has_nccl=False, has_text=False)
+    return result
 
 
 def dataset_input(logs: list[str], engine: str | None, scheduler: str | None = None) -> str | None:

@@ -8,8 +8,9 @@ Schema ``xpuperf.analyze/1``. Keys CI jobs may rely on (a contract; additions on
 ``cost_fraction``), ``breakdown.{compute,comm,data,other}_fraction``, ``breakdown.source``,
 ``breakdown.speedup`` (null without a baseline), ``findings[]`` (``code``, ``severity``,
 ``message``), ``checks[]`` (``name``, ``status`` = problem|clean|not_checked, ``evidence``,
-``codes``). NaN and infinities become null. ``nccl`` (only when an input has NCCL INFO
-lines): see :mod:`xpuperf.report.nccl_section`.
+``codes``), ``events`` (framework warnings seen in the text logs: ``events[]`` with kind,
+file, line, count, text; ``files_scanned``). NaN and infinities become null. ``nccl`` (only
+when an input has NCCL INFO lines): see :mod:`xpuperf.report.nccl_section`.
 """
 
 from __future__ import annotations
@@ -92,6 +93,9 @@ def to_dict(result: AnalyzeResult) -> dict[str, Any]:
         # per steady step: step, step_time_s, fps, spike — for `xpuperf compare` on saved JSON
         "job_steps": result.job_steps,
     }
+    if result.events is not None:  # framework warnings: their findings and checks are above
+        ev = result.events.to_dict()  # type: ignore[attr-defined]
+        doc["events"] = {k: v for k, v in ev.items() if k not in ("findings", "checks")}
     if result.nccl is not None:  # NCCL INFO lines in the inputs: report/nccl_section.py
         from xpuperf.report.nccl_section import to_dict as nccl_dict
 
