@@ -51,6 +51,8 @@ COLUMNS = (
 )  # fmt: skip
 HEAD_BYTES = 256 * 1024
 """Bytes read by :func:`looks_like_scaling_table`; a scaling table file is small."""
+SNIFF_MAX_LINES = 3000
+"""Longer files are not sniffed as scaling tables (a README with tables stays well below)."""
 MAX_BYTES = 4 * 1024 * 1024
 NAN = float("nan")
 
@@ -88,10 +90,13 @@ class ScalingTable:
 
 def _text_of(path_or_text: str | os.PathLike[str]) -> tuple[str, str]:
     """(text, source name). A Path, or a one-line string naming an existing file, is read."""
-    is_path = isinstance(path_or_text, os.PathLike) or (
-        "\n" not in str(path_or_text) and len(str(path_or_text)) < 4096
-        and Path(path_or_text).is_file()
-    )  # fmt: skip
+    text = str(path_or_text)
+    try:
+        is_path = isinstance(path_or_text, os.PathLike) or (
+            "\n" not in text and len(text) < 4096 and Path(text).is_file()
+        )
+    except (OSError, ValueError):  # a NUL byte or an over-long name: text
+        is_path = False
     if not is_path:
         return str(path_or_text), "<text>"
     path = Path(path_or_text)
@@ -281,16 +286,18 @@ def _reported(eff_cell: str | None, spd_cell: str | None) -> tuple[float, float]
 
 
 def looks_like_scaling_table(path: str | os.PathLike[str]) -> bool:
-    """True when the head of ``path`` holds a scaling table: a short table (at most 200 rows)
-    with a card column and a throughput/time column, no step-log column (``step``, ``iter``,
-    ``rank``, ``epoch``, ``timestamp``), at least two rows with different card counts. Cheap
-    (reads 256 KiB) and never raises: a per-rank step log is never claimed."""
+    """True when ``path`` (at most 256 KiB and 3000 lines) holds a scaling table: a short table
+    (at most 200 rows) with a card column and a throughput/time column, no step-log column
+    (``step``, ``iter``, ``rank``, ``epoch``, ``timestamp``), at least two rows with different
+    card counts. Cheap (under 0.1 s) and never raises: a per-rank step log is never claimed."""
     try:
         with Path(path).open("rb") as f:
             raw = f.read(HEAD_BYTES + 1)
     except OSError:
         return False
-    if len(raw) > HEAD_BYTES or b"\x00" in raw[:4096] or raw[:2] == b"\x1f\x8b":
+    if len(raw) > HEAD_BYTES or raw.count(b"\n") > SNIFF_MAX_LINES:
+        return False  # a long file is a log, not a table someone posted
+    if b"\x00" in raw[:4096] or raw[:2] == b"\x1f\x8b":
         return False
     try:
         table = read_scaling_table(raw.decode("utf-8", errors="replace"))

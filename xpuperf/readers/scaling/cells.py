@@ -12,6 +12,7 @@ closing pipe, ``-- | --`` separators from pasted HTML, ``1x8``/``2x8xH100`` conf
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -122,6 +123,7 @@ def time_scale(text: str) -> float | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def classify(raw: str) -> Header:
     """The column kind of a header cell (see :data:`KINDS`); ``kind`` None when unused."""
     text = strip_markup(raw)

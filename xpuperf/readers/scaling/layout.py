@@ -120,6 +120,21 @@ def _blocks(lines: list[str]) -> list[tuple[int, list[str]]]:
     return out
 
 
+_CARDISH = re.compile(
+    r"gpu|card|npu|xpu|device|accelerator|rank|proc|node|machine|host|server|instance|world"
+    r"|config|setup|hardware|topology|cluster|system|scale|chip|#|\bn\b|\bnp\b",
+    re.I,
+)
+
+
+def _head_ok(head: list[str]) -> bool:
+    """A header naming a card column and a measure column (cheap test before reading rows)."""
+    if not _CARDISH.search(" ".join(head[:40])):
+        return False
+    kinds = [classify(h).kind for h in head[:40]]
+    return any(k in CARD_KINDS for k in kinds) and any(k in MEASURE_KINDS for k in kinds)
+
+
 def _block_grids(
     lines: list[str],
     heads_of: Callable[[str], list[list[str]]],
@@ -135,7 +150,9 @@ def _block_grids(
         found = None
         for h, line in enumerate(block[:-1]):
             for head in heads_of(line):
-                if len(head) < 2:
+                if len(head) < 2 or split_row(block[h + 1], len(head)) is None:
+                    continue  # a header is followed by a row (checked first: it is cheap)
+                if not _head_ok(head):
                     continue
                 grid = Grid(head, header_line=start + h + 1, form=form, spaced_thousands=spaced)
                 for k in range(h + 1, len(block)):
@@ -145,6 +162,8 @@ def _block_grids(
                     if cells:
                         grid.rows.append(cells)
                         grid.lines.append(start + k + 1)
+                    if len(grid.rows) > MAX_ROWS:
+                        break
                 if grid.usable():
                     found = grid
                     break
