@@ -9,15 +9,14 @@ gradients blow up.
 Where the count and the number of steps come from, best first:
 
 1. DeepSpeed's cumulative ``step=N, skipped=M`` progress line (``M / N``);
-2. Megatron-LM's ``number of skipped iterations`` per log interval, summed over the logged
-   iterations (span = last − first + interval);
+2. Megatron-LM's ``number of skipped iterations`` per log interval (only non-zero counts are
+   read), summed, against the steps the step table covers (Megatron's own step lines);
 3. overflow lines (apex, DeepSpeed, fairseq, ``Grad overflow on iteration``) against the steps the
    step table covers: distinct iteration numbers when printed, else the largest count of one rank.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from xpuperf.events import costs
@@ -38,16 +37,14 @@ def skipped_and_total(facts: Facts, table: pd.DataFrame | None) -> tuple[int, in
     if facts.ds_step is not None and facts.ds_step[0] > 0:
         step, skipped = facts.ds_step
         found.append((skipped, step, "DeepSpeed 'step=…, skipped=…' counters"))
+    span = costs.step_span(table) if table is not None and not table.empty else None
     if facts.megatron:
         by_iter: dict[int, int] = {}
         for it, sk, _nan in facts.megatron:
             by_iter[it] = max(by_iter.get(it, 0), sk)
-        its = np.array(sorted(by_iter))
-        if len(its) > 1:
-            span = int(its[-1] - its[0] + int(np.median(np.diff(its))))
-            found.append(
-                (sum(by_iter.values()), span, "Megatron 'number of skipped iterations' counters")
-            )
+        found.append(
+            (sum(by_iter.values()), span, "Megatron 'number of skipped iterations' counters")
+        )
     if facts.overflow_iters:
         skipped = len(distinct_iters(facts.overflow_iters))
         how = "distinct iterations in overflow lines"
@@ -56,8 +53,7 @@ def skipped_and_total(facts: Facts, table: pd.DataFrame | None) -> tuple[int, in
         known = [v for r, v in per.items() if r is not None]
         skipped = max(known) if known else per.get(None, 0)
         how = "overflow lines of the rank that printed most" if known else "overflow lines"
-    total = costs.step_span(table) if table is not None and not table.empty else None
-    found.append((skipped, total, f"{how} over the steps the step table covers"))
+    found.append((skipped, span, f"{how} over the steps the step table covers"))
     return max(found, key=lambda f: f[0])
 
 

