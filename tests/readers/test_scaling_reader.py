@@ -161,3 +161,13 @@ def test_sniff_never_claims_step_logs(tmp_path: Path) -> None:
     for p in framework_logs:
         assert not looks_like_scaling_table(p), p
     assert not looks_like_scaling_table(tmp_path / "missing.md")
+
+
+def test_out_of_range_values_are_skipped_not_fatal() -> None:
+    # '1e999' overflows to inf; a 9-digit card count is not a card count
+    text = (
+        "| GPUs | img/s |\n|---|---|\n| 1 | 100 |\n| 2 | 1e999 |\n| 123456789 | 5 |\n| 4 | 380 |\n"
+    )
+    t = read_scaling_table(text)
+    assert t.rows["cards"].tolist() == [1, 4]
+    assert any("2 row(s) skipped, first <text>:4: value out of range" in n for n in t.notes)

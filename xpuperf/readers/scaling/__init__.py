@@ -212,6 +212,9 @@ def _build(grid: Grid, source: str, notes: list[str]) -> ScalingTable:
                 pc, thr = bpc / t, bpc * n / t
         else:
             rt = c.duration_s(value, mhead.scale_s) or NAN
+        if any(math.isinf(v) for v in (n, thr, pc, t, rt)):
+            skipped.append(f"{source}:{line}: value out of range")
+            continue
         eff, spd = _reported(cell("efficiency"), cell("speedup"))
         nodes = cards.nodes or _num(cell("nodes"), grid)
         cpn = cards.cards_per_node or _num(cell("cards_per_node"), grid)
@@ -246,7 +249,7 @@ def _num(cell: str | None, grid: Grid) -> float:
     if cell is None:
         return NAN
     v = c.number(cell, spaced_thousands=grid.spaced_thousands)
-    return NAN if v is None or v <= 0 else v
+    return NAN if v is None or not 0 < v < math.inf else v
 
 
 def _cards(cell, sentence: bool) -> c.Cards | None:

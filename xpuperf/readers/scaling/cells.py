@@ -246,19 +246,19 @@ def cards_cell(cell: str, *, config: bool = False) -> Cards | None:
     (nodes × cards per node), ``2 nodes (16 GPUs)``, ``2 nodes`` (nodes only). ``config``: a
     lone number in a configuration column is a card count too. None if nothing fits."""
     text = strip_markup(cell).lower().replace("×", "x")
-    m = re.search(r"(\d+)\s*[x*]\s*(\d+)(?![\d.])", text)
+    m = re.search(r"(?<!\d)(\d{1,7})\s*[x*]\s*(\d{1,7})(?![\d.])", text)
     if m:
         nodes, per = int(m.group(1)), int(m.group(2))
         return Cards(nodes * per, nodes, per) if nodes > 0 and per > 0 else None
-    cards_m = re.search(rf"(\d+)\s*(?:x\s*)?(?:[a-z][\w-]*\s+)?{_CARD_WORD}\b", text)
-    nodes_m = re.search(rf"(\d+)\s*-?\s*{_NODE_WORD}\b", text)
+    cards_m = re.search(rf"(?<!\d)(\d{{1,7}})\s*(?:x\s*)?(?:[a-z][\w-]*\s+)?{_CARD_WORD}\b", text)
+    nodes_m = re.search(rf"(?<!\d)(\d{{1,7}})\s*-?\s*{_NODE_WORD}\b", text)
     if cards_m or nodes_m:
         cards = int(cards_m.group(1)) if cards_m else None
         nodes = int(nodes_m.group(1)) if nodes_m else None
         if cards == 0 or nodes == 0:
             return None
         return Cards(cards, nodes)
-    m = re.fullmatch(r"(\d+)\s*x?\s*([a-z][\w-]*)?(\s*\(.*\))?", text)
+    m = re.fullmatch(r"(\d{1,7})\s*x?\s*([a-z][\w-]*)?(\s*\(.*\))?", text)
     if m and (m.group(2) is None or config or text.endswith(m.group(2) or "")):
         n = int(m.group(1))
         return Cards(n) if n > 0 else None
