@@ -177,6 +177,8 @@ def _finish(result: CalibrationResult, cluster: Cluster | None) -> None:
         check, fs = single.judge(m, link)
         out.append(check)
         found += fs
+    for report in result.nccl:  # the NCCL log checks (nccllog_checks), when it reports them
+        out += list(getattr(report, "checks", None) or [])
     names = [d for _, t in result.tables for d in t.devices]
     check, fs = evidence.consumer_p2p(names, cluster=cluster)
     out.append(check)
