@@ -1,21 +1,34 @@
 """Finding messages of :mod:`xpuperf.analysis.stragglers` (XP101-XP104): value, threshold, remedy.
 
 Split out of ``stragglers.py`` to keep modules small; the detection and its numbers live there.
+:class:`Run` (the matrices both use) lives here, so the two modules import one way only.
 Each builder only formats what :func:`xpuperf.analysis.stragglers.find_stragglers` computed.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from xpuperf.analysis.grid import Derived, Grid
 from xpuperf.analysis.results import Straggler
 from xpuperf.findings import Finding, Severity
 
-if TYPE_CHECKING:
-    from xpuperf.analysis.stragglers import _Run
+
+@dataclass
+class Run:
+    """Rank × step matrices of :func:`xpuperf.analysis.stragglers.find_stragglers`, over the
+    steps present on every rank (rows follow ``ranks``); the finding builders read them."""
+
+    ranks: np.ndarray  # (n,) rank ids
+    nodes: list[str | None]  # (n,)
+    work: np.ndarray  # (n, m) seconds
+    step_time: np.ndarray  # (m,) job step time (median over ranks), seconds
+    comm: np.ndarray | None  # (n, m) seconds, None when unknown
+    phases: dict[str, np.ndarray | Derived]  # phases that make up work -> (n, m) seconds
+    grid: Grid | None = None  # the grid the matrices are whole views of (shared medians)
+
 
 PHASE_NAMES = {"compute_s": "compute", "data_s": "data wait", "other_s": "host/other time"}
 REMEDY = {
@@ -46,7 +59,7 @@ def _rank_list(ranks: list[int]) -> str:
     return ", ".join(str(r) for r in ranks)
 
 
-def det_finding(s: Straggler, run: _Run, ctx: dict, extra: dict) -> Finding:
+def det_finding(s: Straggler, run: Run, ctx: dict, extra: dict) -> Finding:
     """XP101 (rank) / XP102 (node): value, CI, p, sample size, threshold, victims, cost, remedy."""
     rows = np.flatnonzero(np.isin(run.ranks, s.ranks))
     med_w = float(np.median(np.median(run.work[rows], axis=1)))
@@ -108,7 +121,7 @@ def random_finding(
     return Finding("XP103", Severity.WARNING, msg, data)
 
 
-def none_finding(run: _Run, ctx: dict, sync_frac: float) -> Finding:
+def none_finding(run: Run, ctx: dict, sync_frac: float) -> Finding:
     """XP104: the largest slowdown and the sync cost, each against its threshold."""
     n, m = run.work.shape
     slowdown, pvals, threshold = ctx["slowdown"], ctx["pvals"], ctx["threshold"]

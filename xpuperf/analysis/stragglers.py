@@ -25,8 +25,6 @@ The finding texts (XP101–XP104) are built in :mod:`xpuperf.analysis.straggler_
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 
@@ -44,7 +42,7 @@ from xpuperf.analysis.grid import (
 from xpuperf.analysis.loo import log_ratio
 from xpuperf.analysis.loo import loo_median as _loo_median  # noqa: F401  (tests import it here)
 from xpuperf.analysis.results import Straggler, StragglerResult
-from xpuperf.analysis.straggler_findings import det_finding, none_finding, random_finding
+from xpuperf.analysis.straggler_findings import Run, det_finding, none_finding, random_finding
 from xpuperf.findings import Finding, Severity
 
 MIN_STEPS = 5
@@ -60,20 +58,7 @@ PER_RANK_COLUMNS = [
 ]
 
 
-@dataclass
-class _Run:
-    """Rank × step matrices over the steps present on every rank (rows follow ``ranks``)."""
-
-    ranks: np.ndarray  # (n,) rank ids
-    nodes: list[str | None]  # (n,)
-    work: np.ndarray  # (n, m) seconds
-    step_time: np.ndarray  # (m,) job step time (median over ranks), seconds
-    comm: np.ndarray | None  # (n, m) seconds, None when unknown
-    phases: dict[str, np.ndarray | Derived]  # phases that make up work -> (n, m) seconds
-    grid: Grid | None = None  # the grid the matrices are whole views of (shared medians)
-
-
-def _build(df: pd.DataFrame, work: pd.Series, source: str) -> _Run:
+def _build(df: pd.DataFrame, work: pd.Series, source: str) -> Run:
     r_idx, rank_ids = pd.factorize(df["rank"], sort=True)
     s_idx, step_ids = pd.factorize(df["step"], sort=True)
     n, m = len(rank_ids), len(step_ids)
@@ -101,10 +86,10 @@ def _build(df: pd.DataFrame, work: pd.Series, source: str) -> _Run:
         if comm is not None and has["compute_s"]:
             wanted.append("other_s")  # work = compute + data + other only when comm is known
         phases = {c: mat(pf[c]) for c in wanted}
-    return _Run(np.asarray(rank_ids), nodes, w_full[:, keep], step_time, comm, phases)
+    return Run(np.asarray(rank_ids), nodes, w_full[:, keep], step_time, comm, phases)
 
 
-def _build_grid(g: Grid) -> tuple[_Run, str]:
+def _build_grid(g: Grid) -> tuple[Run, str]:
     """:func:`_build` on a rectangular table: the matrices are views of its columns where
     possible (work and the ``other`` phase are computed, nothing is scattered)."""
     step_t = g.mat("step_time_s")
@@ -133,7 +118,7 @@ def _build_grid(g: Grid) -> tuple[_Run, str]:
         if comm is not None and has["compute_s"]:
             phases["other_s"] = sel(g.other())
     step_time = g.step_median() if whole else median_cols(sel(step_t))
-    run = _Run(np.asarray(g.ranks), nodes, sel(work), step_time, comm, phases)
+    run = Run(np.asarray(g.ranks), nodes, sel(work), step_time, comm, phases)
     run.grid = g if whole else None
     return run, source
 
@@ -344,7 +329,7 @@ def _group_by_node(
     return groups + [(None, np.array([i]), np.array([i])) for i in sorted(fset)]
 
 
-def _entry(run: _Run, group: tuple[str | None, np.ndarray, np.ndarray], ctx: dict) -> Straggler:
+def _entry(run: Run, group: tuple[str | None, np.ndarray, np.ndarray], ctx: dict) -> Straggler:
     """One deterministic Straggler: what-if cost, slow phase, bootstrap CI (rank entries)."""
     node, idx, flg = group
     w = run.work

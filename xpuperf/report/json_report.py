@@ -25,8 +25,9 @@ import pandas as pd
 
 from xpuperf import __version__
 from xpuperf.analysis.results import AnalyzeResult
+from xpuperf.report.common import ANALYZE_SCHEMA
 
-SCHEMA = "xpuperf.analyze/1"
+SCHEMA = ANALYZE_SCHEMA
 
 
 def _clean(x: Any) -> Any:

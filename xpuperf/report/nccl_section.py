@@ -25,7 +25,7 @@ from rich.table import Table
 from xpuperf.calibrate.nccllog import Comm
 from xpuperf.calibrate.nccllog_checks import NcclReport, ring_crossings, transport_summary
 from xpuperf.calibrate.nccllog_warn import warn_counts
-from xpuperf.report.terminal import safe
+from xpuperf.report.common import ANALYZE_SCHEMA, safe
 
 _SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _CHECK_STYLE = {"problem": "bold red", "clean": "green", "not_checked": "dim"}
@@ -184,10 +184,9 @@ def nccl_only_document(report: NcclReport) -> dict[str, Any]:
     """``xpuperf.analyze/1`` document for inputs with NCCL lines and no step records: the step
     keys are null/empty, ``findings`` are the NCCL findings, ``nccl`` as :func:`to_dict`."""
     from xpuperf import __version__
-    from xpuperf.report.json_report import SCHEMA
 
     return {
-        "schema": SCHEMA,
+        "schema": ANALYZE_SCHEMA,
         "xpuperf_version": __version__,
         "sources": report.log.sources,
         "summary": None,

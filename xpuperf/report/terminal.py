@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from xpuperf.report.checks_view import counts_line, rows, straggler_verdict
+from xpuperf.report.common import safe
 
 if TYPE_CHECKING:
     from xpuperf.analysis.results import AnalyzeResult
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def safe(text: object) -> str:
-    """``text`` for rich markup: control characters (ANSI escapes, newlines) → ``?``, markup
-    brackets escaped. Every string that comes from a log or a topology file goes through it."""
-    return escape(_CONTROL.sub("?", str(text)))
 
 
 _SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
