@@ -26,8 +26,8 @@ from rich.console import Console
 from rich.table import Table
 
 from xpuperf.analysis.scaling import ScalingResult
+from xpuperf.report.common import safe
 from xpuperf.report.markdown import md_escape
-from xpuperf.report.terminal import safe
 
 SCHEMA = "xpuperf.scaling/1"
 _SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
