@@ -8,12 +8,8 @@ from pathlib import Path
 import pytest
 
 from xpuperf.calibrate.nccllog import has_nccl_lines, parse_lines, read_nccl_log
-from xpuperf.calibrate.nccllog_checks import (
-    evaluate,
-    nccl_findings,
-    ring_crossings,
-    transport_summary,
-)
+from xpuperf.calibrate.nccllog_checks import evaluate, nccl_findings
+from xpuperf.calibrate.nccllog_rings import ring_crossings, transport_summary
 from xpuperf.errors import InputError
 
 from .conftest import DATA, FILES

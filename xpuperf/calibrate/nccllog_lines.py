@@ -13,8 +13,8 @@ first.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
+from xpuperf.calibrate.nccllog_builder import _Builder, ranks_of
 from xpuperf.calibrate.nccllog_model import (
     RING_PATTERN,
     Connection,
@@ -24,9 +24,6 @@ from xpuperf.calibrate.nccllog_model import (
     WarnLine,
 )
 from xpuperf.topology.nodes import MAX_CARDS
-
-if TYPE_CHECKING:
-    from xpuperf.calibrate.nccllog import _Builder
 
 INFO_MARK = "NCCL INFO "
 WARN_MARK = "NCCL WARN "
@@ -79,19 +76,6 @@ _NO_PLUGIN = re.compile(r"^NET/Plugin ?: (?:.*No plugin found|Could not find)")
 _NIC_DIST = re.compile(r"^CUDA Dev (\d+)\[\d+\], (\S+) NIC distance :((?:\s+[A-Z]+)+)\s*$")  # 2.4
 _RING_FAIL = re.compile(r"Could not create rings, falling back on simple ring")  # 2.3-2.4 WARN
 _COMPLETE = re.compile(r"- Init COMPLETE")
-
-
-def _ranks_of(item: tuple) -> list[int]:
-    """Rank ids a pending item names (ring order, transport ends, tree rank, parent, children)."""
-    if item[0] == "ring":
-        return item[3]
-    if item[0] == "conn":
-        return [item[1].src, item[1].dst]
-    if item[0] == "tree":
-        return [item[1], *(r for kids, up in item[2].values() for r in (*kids, up))]
-    if item[0] == "links":
-        return list(item[2:5])
-    return []
 
 
 def _split(line: str) -> tuple[tuple, str | None, str, bool] | None:
@@ -208,7 +192,7 @@ def _trees(b: _Builder, thread: tuple, msg: str, no: int) -> None:
             return
         trees = {int(t[0]): ([int(x) for x in t[3].split("/")], int(t[1])) for t in old}
         rank = int(old[0][2])
-    if max(_ranks_of(("tree", rank, trees))) >= MAX_CARDS:
+    if max(ranks_of(("tree", rank, trees))) >= MAX_CARDS:
         b.skip(no)
     else:
         b.item(thread, ("tree", rank, trees))

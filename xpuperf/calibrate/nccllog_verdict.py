@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
-from xpuperf.calibrate.nccllog_checks import ring_crossings
 from xpuperf.calibrate.nccllog_model import Comm, NcclLog
 from xpuperf.calibrate.nccllog_net import gpu_nic_paths, inter, is_socket, multi_node, scope
+from xpuperf.calibrate.nccllog_rings import ring_crossings
 from xpuperf.calibrate.nccllog_warn import classify
 from xpuperf.findings import Check, CheckStatus, Finding, Severity
 

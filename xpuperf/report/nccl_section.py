@@ -23,7 +23,8 @@ from rich.console import Console
 from rich.table import Table
 
 from xpuperf.calibrate.nccllog import Comm
-from xpuperf.calibrate.nccllog_checks import NcclReport, ring_crossings, transport_summary
+from xpuperf.calibrate.nccllog_checks import NcclReport
+from xpuperf.calibrate.nccllog_rings import ring_crossings, transport_summary
 from xpuperf.calibrate.nccllog_warn import warn_counts
 from xpuperf.report.common import ANALYZE_SCHEMA, safe
 
