@@ -118,8 +118,8 @@ def test_dle_readme_first_throughput_column_and_speedup_column() -> None:
     t = read_scaling_table(DATA / "scaling_dle_readme/perf.md")
     assert t.measure_column == "Throughput - TF32 [img/s]"
     assert t.rows["batch_per_card"].tolist() == [2, 4, 2, 4, 2, 4]
-    assert t.rows["reported_speedup"].tolist()[2:] == pytest.approx([3.8, 3.8, 7.0, 7.2])
-    assert math.isnan(t.rows["reported_speedup"].iloc[0])  # '-'
+    assert t.rows["reported_throughput_ratio"].tolist()[2:] == pytest.approx([3.8, 3.8, 7.0, 7.2])
+    assert math.isnan(t.rows["reported_throughput_ratio"].iloc[0])  # '-'
     assert any("mixed precision" in n and "not used" in n for n in t.notes)
 
 

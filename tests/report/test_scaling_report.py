@@ -48,8 +48,9 @@ def test_json_document_of_the_internode_table() -> None:
     assert t["rows"][1] == {
         "cards": 8, "nodes": 1, "batch_per_card": 32, "throughput_samples_per_s": 3148.8,
         "throughput_per_card_samples_per_s": 393.6, "step_time_s": None, "run_time_s": None,
-        "speedup": pytest.approx(7.68), "efficiency": pytest.approx(0.96),
-        "reported_efficiency": 0.96, "reported_speedup": None, "scope": "one node",
+        "throughput_ratio": pytest.approx(7.68), "speedup": pytest.approx(0.96),
+        "efficiency": pytest.approx(0.96),
+        "reported_efficiency": 0.96, "reported_throughput_ratio": None, "scope": "one node",
         "batch_note": "", "line": 4,
     }  # fmt: skip
     assert t["intra"]["to_cards"] == 8

@@ -5,8 +5,11 @@ Input: a :class:`~xpuperf.readers.scaling.ScalingTable`. Output: :class:`Scaling
 Definitions (the usual data-parallel ones, e.g. NVIDIA DeepLearningExamples "weak scaling" =
 throughput at N / throughput at 1 GPU):
 
-- speedup(N) = job throughput at N cards / the one-card throughput;
-- efficiency(N) = speedup(N) / N = per-card throughput at N / the one-card throughput. With a
+- throughput ratio(N) = job throughput at N cards / the one-card throughput (the "7.69x" the
+  field often calls speedup);
+- efficiency(N) = ratio(N) / N = per-card throughput at N / the one-card throughput — what
+  xpuperf calls **speedup** everywhere (docs/background.md rule 2: the denominator is ONE card
+  alone, so speedup is 1.0 at one card and below 1 when scaling loses throughput). With a
   time per step and no batch, the same per-card batch is assumed in every row (weak scaling)
   and efficiency = t(1) / t(N); with a time for a fixed amount of work (per epoch, to train),
   efficiency = t(1) / (N · t(N)).
@@ -29,96 +32,20 @@ or more agree, more than four rows), never certain. Texts and checks:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from xpuperf.analysis.scaling_checks import judge
+from xpuperf.analysis.scaling_model import (
+    BATCH_RTOL,
+    THRESHOLD,
+    Baseline,
+    LossStep,
+    ScalingResult,
+)
 from xpuperf.errors import InputError
-from xpuperf.findings import Check, Finding
 from xpuperf.readers.scaling import ScalingTable
-
-THRESHOLD = 0.90
-"""Efficiency below which a step loses too much (per-card throughput vs one card)."""
-FEW_ROWS = 4
-"""Tables with at most this many rows give a suspicion only."""
-BATCH_RTOL = 0.01
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """One card alone, when the table has no one-card row: per-card throughput (items/s) or
-    step time (s), at ``batch_per_card`` (None: assumed the table's)."""
-
-    throughput_per_card_samples_per_s: float | None = None
-    step_time_s: float | None = None
-    batch_per_card: float | None = None
-
-
-@dataclass
-class LossStep:
-    """One step of the ladder.
-
-    Attributes:
-        from_cards, to_cards: cards at both ends.
-        to_nodes: nodes of the ``to`` row (1 for the single-node step).
-        efficiency: efficiency of the ``to`` row against one card.
-        factor: efficiency kept by this step (to-row efficiency / from-row efficiency).
-        rows: rows on this side of the ladder that show the same thing.
-        line: source line of the ``to`` row.
-    """
-
-    from_cards: float
-    to_cards: float
-    to_nodes: float
-    efficiency: float
-    factor: float
-    rows: int
-    line: int
-
-
-@dataclass
-class ScalingResult:
-    """Efficiency of every row and where the loss is.
-
-    Attributes:
-        source, measure, measure_column, throughput_unit: from the table.
-        mode: ``weak`` (same per-card batch), ``assumed weak`` (batch not given), ``strong``
-            (global batch constant), ``mixed`` or ``fixed work`` (time per epoch / to train).
-        rows: the table's rows plus ``nodes_used`` (nodes of the row, NaN unknown),
-            ``speedup``, ``efficiency`` (NaN when refused), ``per_card_time_ratio`` (1 /
-            efficiency), ``baseline_line`` (0 for a given baseline), ``batch_note`` ('' or
-            ``normalised``/``refused: …``), ``scope`` (``one card``, ``one node``,
-            ``N nodes``, ``unknown``).
-        cards_per_node: used to place rows on nodes, or None; ``node_info``: where the node
-            placement came from (None: unknown).
-        threshold: efficiency threshold.
-        largest: the row with most cards (worst efficiency among those), as a dict.
-        intra: the step from one card to the largest single-node row, or None.
-        inter: steps from that row to each multi-node row.
-        location: ``inside one node``, ``across nodes``, ``both``, ``none`` or ``unknown``.
-        confidence: ``suspicion`` or ``likely``.
-        findings, checks: XP310–XP316 and the ``scaling.*`` checks.
-        notes: how the table was read and compared.
-    """
-
-    source: str
-    measure: str
-    measure_column: str
-    throughput_unit: str
-    mode: str
-    rows: pd.DataFrame
-    cards_per_node: int | None
-    node_info: str | None
-    threshold: float
-    largest: dict[str, float]
-    intra: LossStep | None = None
-    inter: list[LossStep] = field(default_factory=list)
-    location: str = "unknown"
-    confidence: str = "suspicion"
-    findings: list[Finding] = field(default_factory=list)
-    checks: list[Check] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
 
 
 def _mode(table: ScalingTable) -> str:
@@ -195,7 +122,8 @@ def _efficiencies(table: ScalingTable, baseline: Baseline | None, notes: list[st
         base_line.append(int(pool["line"].iloc[0]))
         note.append("" if exact else "normalised")
     r["efficiency"] = eff
-    r["speedup"] = r["efficiency"] * r["cards"]
+    r["throughput_ratio"] = r["efficiency"] * r["cards"]
+    r["speedup"] = r["efficiency"]  # xpuperf's speedup: per card vs one card alone
     r["per_card_time_ratio"] = 1.0 / r["efficiency"]
     r["baseline_line"] = base_line
     r["batch_note"] = note
@@ -271,7 +199,6 @@ def analyze_scaling(
     Raises:
         InputError: no one-card row and no baseline (``file:line`` of the header).
     """
-    from xpuperf.analysis.scaling_checks import judge
 
     notes = list(table.notes)
     r = _efficiencies(table, baseline, notes)
@@ -296,7 +223,7 @@ def analyze_scaling(
         cards_per_node=cards_per_node or table.cards_per_node,
         node_info=info,
         threshold=threshold,
-        largest={k: float(worst[k]) for k in ("cards", "efficiency", "speedup", "line")},
+        largest={k: float(worst[k]) for k in ("cards", "efficiency", "throughput_ratio", "line")},
         intra=intra,
         inter=inter,
         notes=notes,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from xpuperf.findings import Check, CheckStatus, Finding, Severity
 
 if TYPE_CHECKING:
-    from xpuperf.analysis.scaling import Baseline, ScalingResult
+    from xpuperf.analysis.scaling_model import Baseline, ScalingResult
     from xpuperf.readers.scaling import ScalingTable
 
 REPORTED_TOL = 0.02
@@ -112,7 +112,7 @@ def judge(res: ScalingResult, table: ScalingTable, baseline: Baseline | None) ->
             )
         f.append(Finding("XP310", Severity.WARNING, (
             f"scaling efficiency {_f(big['efficiency'])} at {_c(big['cards'])} cards "
-            f"(speedup {big['speedup']:.2f}× over one card, line {int(big['line'])}; "
+            f"(job throughput {big['throughput_ratio']:.2f}× one card's, line {int(big['line'])}; "
             f"threshold {thr:.2f}): {where}"
         ), {"cards": big["cards"], "efficiency": big["efficiency"], "threshold": thr}))  # fmt: skip
     checks.append(Check(
@@ -240,7 +240,7 @@ def _oversubscription(res: ScalingResult, f: list[Finding], checks: list[Check])
 def _reported(res: ScalingResult, f: list[Finding], checks: list[Check]) -> None:
     r = res.rows
     title = "the table's own efficiency / speedup"
-    has = r["reported_efficiency"].notna() | r["reported_speedup"].notna()
+    has = r["reported_efficiency"].notna() | r["reported_throughput_ratio"].notna()
     if not has.any():
         checks.append(Check("scaling.reported", title, CheckStatus.NOT_CHECKED,
                             "not checked — the table states no efficiency or speedup of its own "
@@ -248,13 +248,14 @@ def _reported(res: ScalingResult, f: list[Finding], checks: list[Check]) -> None
         return
     bad = []
     for _, row in r[has & r["efficiency"].notna()].iterrows():
-        e, s = row["reported_efficiency"], row["reported_speedup"]
+        e, s = row["reported_efficiency"], row["reported_throughput_ratio"]
         if not math.isnan(e) and abs(e - row["efficiency"]) > REPORTED_TOL:
             bad.append(f"efficiency {e:.2f} at {_c(row['cards'])} cards (line {int(row['line'])}"
                        f") vs {_f(row['efficiency'])} recomputed")  # fmt: skip
-        if not math.isnan(s) and abs(s - row["speedup"]) > REPORTED_TOL * row["speedup"]:
-            bad.append(f"speedup {s:.2f}× at {_c(row['cards'])} cards (line {int(row['line'])}"
-                       f") vs {row['speedup']:.2f}× recomputed")  # fmt: skip
+        ratio = row["throughput_ratio"]
+        if not math.isnan(s) and abs(s - ratio) > REPORTED_TOL * ratio:
+            bad.append(f"{s:.2f}× one card at {_c(row['cards'])} cards (line {int(row['line'])}"
+                       f") vs {ratio:.2f}× recomputed")  # fmt: skip
     if bad:
         f.append(Finding("XP314", Severity.WARNING, (
             f"the table's own numbers disagree with its {res.measure_column!r} column: "

@@ -11,8 +11,10 @@ per table with ``source``, ``measure``, ``measure_column``, ``throughput_unit``,
 ``intra`` / ``inter`` (steps: ``from_cards``, ``to_cards``, ``to_nodes``, ``efficiency``,
 ``factor``, ``rows``, ``line``), ``rows`` (``cards``, ``nodes``, ``batch_per_card``,
 ``throughput_samples_per_s``, ``throughput_per_card_samples_per_s``, ``step_time_s``,
-``run_time_s``, ``speedup``, ``efficiency``, ``reported_efficiency``, ``reported_speedup``,
-``scope``, ``batch_note``, ``line``; null for unknown), ``findings``, ``checks``, ``notes``.
+``run_time_s``, ``throughput_ratio`` (job throughput / one card's), ``speedup`` and
+``efficiency`` (both per-card throughput / one card alone), ``reported_efficiency``,
+``reported_throughput_ratio``, ``scope``, ``batch_note``, ``line``; null for unknown),
+``findings``, ``checks``, ``notes``.
 """
 
 from __future__ import annotations
@@ -36,10 +38,11 @@ _ROW_KEYS = (
     ("cards", "cards"), ("nodes", "nodes_used"), ("batch_per_card", "batch_per_card"),
     ("throughput_samples_per_s", "throughput_samples_per_s"),
     ("throughput_per_card_samples_per_s", "throughput_per_card_samples_per_s"),
-    ("step_time_s", "step_time_s"), ("run_time_s", "run_time_s"), ("speedup", "speedup"),
+    ("step_time_s", "step_time_s"), ("run_time_s", "run_time_s"),
+    ("throughput_ratio", "throughput_ratio"), ("speedup", "speedup"),
     ("efficiency", "efficiency"), ("reported_efficiency", "reported_efficiency"),
-    ("reported_speedup", "reported_speedup"), ("scope", "scope"), ("batch_note", "batch_note"),
-    ("line", "line"),
+    ("reported_throughput_ratio", "reported_throughput_ratio"), ("scope", "scope"),
+    ("batch_note", "batch_note"), ("line", "line"),
 )  # fmt: skip
 
 
@@ -117,7 +120,7 @@ def _cells(res: ScalingResult) -> tuple[list[str], list[list[str]]]:
         cols.append("step s")
     if has_rt:
         cols.append("run s")
-    cols += ["speedup", "efficiency", "stated", "line"]
+    cols += ["× one card", "speedup", "stated", "line"]
     out = []
     for _, x in r.iterrows():
         row = [_num(x["cards"], "g"), str(x["scope"])]
@@ -132,9 +135,10 @@ def _cells(res: ScalingResult) -> tuple[list[str], list[list[str]]]:
             row.append(_num(x["run_time_s"], ".4g"))
         eff = _num(x["efficiency"], ".3f") + (" *" if x["batch_note"] == "normalised" else "")
         stated = _num(x["reported_efficiency"], ".2f")
-        if stated == "–" and not math.isnan(x["reported_speedup"]):
-            stated = _num(x["reported_speedup"], ".2f") + "×"
-        row += [_num(x["speedup"], ".2f") + "×" if not math.isnan(x["speedup"]) else "–",
+        if stated == "–" and not math.isnan(x["reported_throughput_ratio"]):
+            stated = _num(x["reported_throughput_ratio"], ".2f") + "×"
+        ratio = x["throughput_ratio"]
+        row += [_num(ratio, ".2f") + "×" if not math.isnan(ratio) else "–",
                 eff if x["batch_note"] in ("", "normalised") else "refused",
                 stated, str(int(x["line"]))]  # fmt: skip
         out.append(row)

@@ -21,8 +21,8 @@ columns (``GPUs  img/sec``), and one result per line (``1 GPU: 380 img/s``). Hea
 - ``run_time_s``: time for a fixed amount of work (per epoch, to train), else NaN.
 - ``batch_per_card``: samples per card per step (NaN unknown; a global batch column is divided
   by ``cards``).
-- ``reported_efficiency`` (fraction), ``reported_speedup`` (×): what the table itself claims,
-  NaN when absent — never trusted, only compared.
+- ``reported_efficiency`` (fraction), ``reported_throughput_ratio`` (× one card): what the
+  table itself claims, NaN when absent — never trusted, only compared.
 - ``line``: 1-based line of the row in the source.
 
 A time per step with a per-card batch becomes throughput (``batch × cards / step_time``).
@@ -47,7 +47,7 @@ __all__ = ["ScalingTable", "all_scaling_tables", "looks_like_scaling_table", "re
 COLUMNS = (
     "cards", "nodes", "cards_per_node", "throughput_samples_per_s",
     "throughput_per_card_samples_per_s", "step_time_s", "run_time_s", "batch_per_card",
-    "reported_efficiency", "reported_speedup", "line",
+    "reported_efficiency", "reported_throughput_ratio", "line",
 )  # fmt: skip
 HEAD_BYTES = 256 * 1024
 """Bytes read by :func:`looks_like_scaling_table`; a scaling table file is small."""
