@@ -1,11 +1,23 @@
-"""What kind of xpuperf input a file is, when ``analyze`` cannot read it as a step log.
+"""What kind of xpuperf input a file is, so that a subcommand handed the wrong file can say which
+one reads it.
 
-People paste whatever their cluster printed. When the step-log readers cannot tell a file's
-format, :func:`other_kind` looks at its first 64 KiB for the other inputs xpuperf reads —
-topology dumps (``xpuperf topo import``: ``nvidia-smi topo -m``, ``numactl -H``, ``lscpu``,
-``npu-smi info``, NCCL topology XML, ``rocm-smi --showtopo``, HCCL rank tables) and nccl-tests
-output (``xpuperf calibrate``) — so the error can name the right subcommand instead of only
-listing the step-log formats. Raises nothing: unreadable files give None.
+People paste whatever their cluster printed. When a subcommand cannot read a file,
+:func:`other_kind` looks at its first 64 KiB for the inputs xpuperf reads, in this order:
+
+==========================================  ====================================================
+nccl-tests output (``# … busbw``)            ``xpuperf calibrate``
+topology dumps (``nvidia-smi topo -m``,      ``xpuperf topo check`` / ``topo import``
+``numactl -H``, ``lscpu``, ``npu-smi info``,
+NCCL topology XML, ``rocm-smi --showtopo``,
+HCCL rank tables)
+NCCL_DEBUG=INFO/WARN logs                    ``xpuperf analyze`` (its NCCL section)
+scaling tables (cards vs throughput)         ``xpuperf analyze`` (its scaling report)
+framework training logs (``xpuperf formats``) ``xpuperf analyze``
+==========================================  ====================================================
+
+:func:`pointed` rewords an :class:`~xpuperf.errors.InputError` with that pointer. Never raises
+on content: unreadable files give None. Used by :mod:`xpuperf.pipeline` and the CLI (it imports
+readers, calibrate and topology, so none of those may import it).
 """
 
 from __future__ import annotations
@@ -13,12 +25,16 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+from xpuperf.errors import InputError
+
 HEAD_BYTES = 64 << 10
 _NCCL_TESTS = ("# Avg bus bandwidth", "out-of-place", "#  Rank ", "# nThread ")
-
+_GENERIC = {"csv", "tsv", "jsonl", "parquet"}
 _TOOL = {"nvidia-smi": "nvidia-smi topo -m", "numactl": "numactl -H", "npu-smi": "npu-smi info",
          "nccl-xml": "NCCL topology XML", "rocm-smi": "rocm-smi --showtopo",
          "hccl-ranktable": "HCCL rank table"}  # fmt: skip
+
+ANALYZE, CALIBRATE, TOPO = "xpuperf analyze", "xpuperf calibrate", "xpuperf topo"
 
 WHAT_ANALYZE_READS = (
     "xpuperf analyze reads per-rank step logs (CSV/TSV/JSONL/Parquet with step and time or "
@@ -30,6 +46,8 @@ WHAT_ANALYZE_READS = (
 
 def _head(path: Path) -> str:
     try:
+        if not path.is_file():
+            return ""
         with path.open("rb") as fh:
             gz = fh.read(2) == b"\x1f\x8b"
         opener = gzip.open if gz else open
@@ -40,17 +58,15 @@ def _head(path: Path) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def other_kind(path: str | Path) -> str | None:
-    """A one-line pointer to the subcommand that reads ``path`` (e.g. "this is `nvidia-smi topo
-    -m` output: read it with `xpuperf topo import FILE`"), or None when it is none of them."""
-    text = _head(Path(path))
+def kind_of(path: str | Path) -> tuple[str, str] | None:
+    """``(what it is, the subcommand that reads it)`` for ``path``, or None when it is none of
+    the kinds in the module docstring."""
+    p = Path(path)
+    text = _head(p)
     if not text:
         return None
     if any(m in text for m in _NCCL_TESTS) and ("busbw" in text or "algbw" in text):
-        return (
-            f"this is nccl-tests output: measure the links with `xpuperf calibrate {path}` "
-            "(add --topology to compare with what the links should give)"
-        )
+        return "nccl-tests output", CALIBRATE
     from xpuperf.topology.importers import IMPORTERS
 
     for name, mod in IMPORTERS.items():
@@ -59,9 +75,51 @@ def other_kind(path: str | Path) -> str | None:
         except Exception:  # a sniffer's bug must not hide the user's real error
             hit = False
         if hit:
-            return (
-                f"this is a topology dump ({_TOOL.get(name, name)} output): audit it with "
-                f"`xpuperf topo check {path}` or turn it into a description file with "
-                f"`xpuperf topo import {path}`"
-            )
+            return f"a topology dump ({_TOOL.get(name, name)} output)", TOPO
+    if "NCCL INFO " in text or "NCCL WARN " in text:
+        return "an NCCL debug log", ANALYZE
+    from xpuperf.readers.scaling import looks_like_scaling_table
+
+    if looks_like_scaling_table(p):
+        return "a scaling table (cards vs throughput)", ANALYZE
+    from xpuperf.readers import FORMATS
+
+    lines = text.splitlines()[:200]
+    for f in FORMATS:
+        if f.name not in _GENERIC and not f.binary and not f.extensions and f.sniff(lines):
+            return f"a {f.name} training log", ANALYZE
     return None
+
+
+def other_kind(path: str | Path, reader: str = ANALYZE) -> str | None:
+    """A one-line pointer to the subcommand that reads ``path`` (e.g. "this is a topology dump
+    (nvidia-smi topo -m output): audit it with `xpuperf topo check FILE` …"), or None when it
+    is none of the known kinds or ``reader`` itself reads that kind."""
+    got = kind_of(path)
+    if got is None or got[1] == reader:
+        return None
+    what, command = got
+    if command == TOPO:
+        how = (
+            f"audit it with `xpuperf topo check {path}` or turn it into a description file "
+            f"with `xpuperf topo import {path}`"
+        )
+    elif command == CALIBRATE:
+        how = (
+            f"measure the links with `xpuperf calibrate {path}` (add --topology to compare with "
+            "what the links should give)"
+        )
+    else:
+        how = f"read it with `xpuperf analyze {path}`"
+    return f"this is {what}: {how}"
+
+
+def pointed(exc: InputError, reader: str) -> InputError:
+    """``exc`` with a pointer to the right subcommand when its file is another kind of input
+    (:func:`other_kind`), else ``exc`` unchanged."""
+    if exc.path is None:
+        return exc
+    hint = other_kind(exc.path, reader)
+    if hint is None:
+        return exc
+    return InputError(f"not an input for `{reader}`: {hint}", exc.path)

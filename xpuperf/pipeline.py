@@ -16,7 +16,7 @@ from xpuperf.analysis.checks import not_checked_sources
 from xpuperf.analysis.results import AnalyzeResult
 from xpuperf.errors import InputError
 from xpuperf.events import EventReport, scan_events
-from xpuperf.kinds import WHAT_ANALYZE_READS, other_kind
+from xpuperf.kinds import ANALYZE, WHAT_ANALYZE_READS, other_kind
 from xpuperf.readers import read_logs
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def _pointed(exc: InputError) -> InputError:
     which subcommand reads it (:mod:`xpuperf.kinds`); other errors unchanged."""
     if exc.path is None or not exc.message.startswith("cannot tell the format"):
         return exc
-    hint = other_kind(exc.path)
+    hint = other_kind(exc.path, ANALYZE)
     if hint is not None:
         return InputError(f"not a step log: {hint}", exc.path)
     return InputError(f"{exc.message}. {WHAT_ANALYZE_READS}", exc.path, exc.line)

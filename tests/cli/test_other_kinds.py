@@ -87,3 +87,46 @@ def test_clean_step_log_lists_checks_without_evidence(tmp_path: Path) -> None:
     p = run("analyze", str(f), "--warmup", "0")
     assert "not checked" in p.stdout
     assert "stragglers: not checked" in p.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "reader", "kind", "command"),
+    [
+        (
+            ["calibrate", "stalls_tfcnn_horovod/horovod_4rank_stall.log"],
+            "xpuperf calibrate",
+            "tf_cnn_benchmarks training log",
+            "xpuperf analyze",
+        ),
+        (
+            [
+                "calibrate",
+                "topology_import_nvsmi/14_topo_dgx1-v100-hybrid-cube-mesh-nv1-nv2-mlx5.txt",
+            ],
+            "xpuperf calibrate",
+            "nvidia-smi topo -m",
+            "xpuperf topo check",
+        ),
+        (
+            ["topo", "import", "calibrate_single_4090/all_reduce_28MiB_4x4090.txt"],
+            "xpuperf topo",
+            "nccl-tests output",
+            "xpuperf calibrate",
+        ),
+        (
+            ["topo", "check", "scaling_markdown_intra/table.md"],
+            "xpuperf topo",
+            "scaling table",
+            "xpuperf analyze",
+        ),
+    ],
+)
+def test_other_subcommands_point_to_the_right_one(
+    args: list[str], reader: str, kind: str, command: str
+) -> None:
+    p = run(*args[:-1], str(DATA / args[-1]))
+    assert p.returncode == 2
+    (line,) = p.stderr.strip().splitlines()
+    assert f"not an input for `{reader}`" in line
+    assert kind in line
+    assert command in line

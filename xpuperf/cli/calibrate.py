@@ -16,7 +16,8 @@ from xpuperf.calibrate.render import render_calibration_yaml, render_json, rende
 from xpuperf.calibrate.run import MEASUREMENTS, add_topology_findings, calibrate_files
 from xpuperf.calibrate.single import parse_link
 from xpuperf.cli.console import err_console, out_console
-from xpuperf.errors import UsageError
+from xpuperf.errors import InputError, UsageError
+from xpuperf.kinds import CALIBRATE, pointed
 from xpuperf.report.output import check_not_input, write_text_atomic
 from xpuperf.report.terminal import safe
 from xpuperf.topology import presets
@@ -83,10 +84,13 @@ def calibrate(
         if out and out != "-":
             inputs = [*files, *([topology] if topology else [])]  # the topology file too
             check_not_input(out, [p for p in inputs if Path(p).exists()])
-    result = calibrate_files(
-        files, measurement=measurement, collective=collective, max_lines=max_lines, pool=pool,
-        link=parse_link(link), ranks=ranks,
-    )  # fmt: skip
+    try:
+        result = calibrate_files(
+            files, measurement=measurement, collective=collective, max_lines=max_lines,
+            pool=pool, link=parse_link(link), ranks=ranks,
+        )  # fmt: skip
+    except InputError as exc:  # a training log or a topology dump: say who reads it
+        raise pointed(exc, CALIBRATE) from exc
     if topology is not None:
         groups = [*result.fits, *result.measurements]
         nodes = max((g.nodes or 1 for g in groups), default=1)

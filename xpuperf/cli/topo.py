@@ -18,8 +18,9 @@ import typer
 import yaml
 
 from xpuperf.cli.console import err_console, out_console
-from xpuperf.errors import GateFailedError, UsageError
+from xpuperf.errors import GateFailedError, InputError, UsageError
 from xpuperf.findings import Severity
+from xpuperf.kinds import TOPO, pointed
 from xpuperf.report.output import check_not_input, write_text_atomic
 from xpuperf.report.terminal import safe
 from xpuperf.topology import audit, evidence, presets
@@ -76,7 +77,10 @@ def resolve(
             raise UsageError(f"{file} is a preset name, not a file: use --preset {file}")
         if nodes is not None:
             raise UsageError("--nodes applies to --preset and generic clusters, not to FILE")
-        return load_any(file)
+        try:
+            return load_any(file)
+        except InputError as exc:  # a training log, NCCL log or nccl-tests output: who reads it
+            raise pointed(exc, TOPO) from exc
     if preset is not None:
         if preset not in presets.NODE_PRESETS:
             raise UsageError(f"unknown preset {preset!r}; known: {', '.join(presets.NODE_PRESETS)}")
@@ -271,7 +275,17 @@ def import_(
         hints = evidence.scan(text, f)
         known = bool(detect(text))
         (topo_files if known or not (hints.gpu_names or hints.hypervisor) else extra).append(f)
-    result = import_files(topo_files)
+    if not topo_files:  # only card names or hypervisor hints: not a topology by itself
+        exc = InputError(
+            "not a topology format xpuperf can import (nvidia-smi topo -m, numactl -H, lscpu, "
+            "npu-smi info, NCCL topology XML, rocm-smi --showtopo, HCCL rank table JSON)",
+            files[0],
+        )
+        raise pointed(exc, TOPO)
+    try:
+        result = import_files(topo_files)
+    except InputError as exc:  # a training log or nccl-tests output: say who reads it
+        raise pointed(exc, TOPO) from exc
     data = to_json_dict(result.cluster)
     if output is not None and output.lower().endswith(".json"):
         text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
