@@ -88,7 +88,7 @@ def ddp(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Check]
         )
     return out, _check(
         "events.ddp_unused_parameters",
-        "DDP find_unused_parameters matches the model",
+        "DDP find_unused_parameters setting",
         out,
         f"no DDP unused-parameter warning or error in {facts.lines} lines{STDERR}",
         None if facts.text_files else NO_TEXT,
@@ -156,7 +156,7 @@ def workers(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Ch
     clean = f"no DataLoader worker warning in {facts.lines} lines{STDERR}; {measured}"
     return out, _check(
         "events.dataloader_workers",
-        "DataLoader workers kept between epochs and enough of them",
+        "DataLoader workers (kept between epochs, enough of them)",
         out,
         clean,
         None if facts.text_files else NO_TEXT,
@@ -187,7 +187,7 @@ def worker_crash(facts: Facts) -> tuple[list[Finding], Check]:
         )
     return out, _check(
         "events.dataloader_worker_crash",
-        "DataLoader workers did not crash",
+        "DataLoader worker crashes",
         out,
         f"no DataLoader worker crash in {facts.lines} lines{STDERR}",
         None if facts.text_files else NO_TEXT,

@@ -139,7 +139,7 @@ def check(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Chec
         )
     return out, _check(
         "events.loss_scale_overflow",
-        "Steps skipped on loss-scale overflow",
+        "steps skipped on loss-scale overflow",
         out,
         clean,
         not_checked,

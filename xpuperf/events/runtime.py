@@ -80,7 +80,7 @@ def nccl(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Check
         )
     return out, _check(
         "events.nccl_timeout",
-        "No NCCL collective timed out",
+        "NCCL collective timeouts (watchdog)",
         out,
         f"no NCCL watchdog timeout in {facts.lines} lines{STDERR}",
         None if facts.text_files else NO_TEXT,
@@ -136,7 +136,7 @@ def omp(facts: Facts) -> tuple[list[Finding], Check]:
     clean += f"threads on {cpus} CPUs"
     return out, _check(
         "events.omp_threads",
-        "OpenMP threads fit the CPUs",
+        "OpenMP threads vs CPUs",
         out,
         clean,
         not_checked,
