@@ -183,6 +183,18 @@ def plan(
     log_format: Annotated[
         str | None, Opt("--format", help="Force the --from-log reader (xpuperf formats).")
     ] = None,
+    measured_src: Annotated[
+        list[str] | None,
+        Opt(
+            "--measured",
+            help="Measured scaling ladder (repeatable): a scaling table (CSV/TSV/Markdown) or "
+            "N=LOGS (the logs of an N-card run); forecasts --cards with an interval.",
+        ),
+    ] = None,
+    baseline: Annotated[
+        float | None,
+        Opt(help="--measured: one card's items/s when the ladder has no one-card run."),
+    ] = None,
     input_time: Annotated[
         float | None,
         Opt(
@@ -235,8 +247,15 @@ def plan(
         raise UsageError(f"give one of --model NAME, --params N or --layers FILE, not "
                          f"{' and '.join(workloads)}")  # fmt: skip
     notes: list[str] = []
-    measured = plan_input.read_measured(from_log, step_time, bool(workloads), batch_size,
-                                        log_format)  # fmt: skip
+    ladder = plan_input.read_measured_ladder(
+        measured_src, baseline=baseline, step_time=step_time, batch_size=batch_size,
+        from_log_path=from_log, has_workload=bool(workloads), fmt=log_format)  # fmt: skip
+    if ladder is not None:
+        step_time = step_time or ladder.one_card_step_s
+        batch_size = batch_size or ladder.batch_per_card
+        notes += [*ladder.notes]
+    measured = plan_input.read_measured(from_log, step_time if ladder is None else None,
+                                        bool(workloads), batch_size, log_format)  # fmt: skip
     if measured is not None:
         step_time, batch_size = measured.step_time_s, batch_size or measured.batch_size
         notes += measured.notes
@@ -261,6 +280,7 @@ def plan(
         raise UsageError("give --step-time S (single-card step time in seconds)")
     topology, cal = plan_inputs(topology, calibration, need_topology=cards_per_node is None)
     inputs = [str(x) for x in (from_log, layers, cal.path if cal else None) if x is not None]
+    inputs += [m.split("=", 1)[-1] for m in measured_src or []]
     if topology is not None and Path(topology).exists():  # not a preset name
         inputs.append(topology)
     for out in (json_out, html_out, md_out):  # before anything is written
@@ -282,7 +302,7 @@ def plan(
                         bucket_mb=bucket_mb, dtype=dtype.lower(), **extra)  # fmt: skip
     result = make_plan(cluster, work, step_time, cards=counts, settings=settings,
                        batch_size=batch_size, target_cards=target, notes=notes,
-                       calibration=cal)  # fmt: skip
+                       calibration=cal, ladder=ladder)  # fmt: skip
     if json_out:
         write_output(json_out, render_json(result))
     write_plan_reports(result, html_out, md_out, [*inputs, json_out or ""])

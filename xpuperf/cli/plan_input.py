@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from xpuperf.advice.ladder import Ladder, read_ladder
 from xpuperf.advice.measured import Measured, from_log
 from xpuperf.costmodel import input as inp
 from xpuperf.errors import UsageError
@@ -115,3 +116,32 @@ def input_settings(cluster: Cluster, measured: Measured | None, *, example: bool
                  f"workers{depth}, {'pinned' if lo.pinned else 'pageable'} H2D copy of "
                  f"{lo.batch_bytes / 1e6:.3g} MB")  # fmt: skip
     return kw, notes
+
+
+def read_measured_ladder(sources: list[str] | None, *, baseline: float | None,
+                         step_time: float | None, batch_size: float | None,
+                         from_log_path: str | None, has_workload: bool,
+                         fmt: str | None) -> Ladder | None:  # fmt: skip
+    """The ladder of ``--measured`` (None without it); contradictory options exit 2
+    (:class:`~xpuperf.errors.UsageError`), unreadable or too short ladders too
+    (:class:`~xpuperf.errors.InputError`)."""
+    if not sources:
+        if baseline is not None:
+            raise UsageError("--baseline (one card's items/s) applies to --measured; give the "
+                             "ladder too")  # fmt: skip
+        return None
+    if from_log_path is not None:
+        raise UsageError("give --measured (a scaling ladder) or --from-log (one run), not both")
+    if not has_workload:
+        raise UsageError("--measured needs the gradients the cost model prices: give --model "
+                         "NAME, --params N or --layers FILE")  # fmt: skip
+    if baseline is not None and not (0 < baseline <= 1e12):
+        raise UsageError(f"--baseline must be one card's throughput in items/s (> 0), got "
+                         f"{baseline:g}")  # fmt: skip
+    ladder = read_ladder(list(sources), baseline_tput=baseline, step_time_s=step_time,
+                         batch_size=batch_size, fmt=fmt)  # fmt: skip
+    if ladder.one_card_step_s is None:
+        raise UsageError("the ladder gives speedups but not one card's step time (the cost "
+                         "model needs seconds): give --batch-size (samples per card per step) "
+                         "or --step-time")  # fmt: skip
+    return ladder

@@ -79,8 +79,37 @@ def to_dict(result: PlanResult) -> dict[str, Any]:
             "combined": _combined(result),
             "assumptions": list(e.assumptions),
             "notes": list(result.notes),
+            **_ladder(result),
         }
     )
+
+
+def _ladder(result: PlanResult) -> dict[str, Any]:
+    """``forecast``/``fitted``/``measured``/``calibrated_fixes`` of ``plan --measured`` (absent
+    without a ladder): forecast = [{cards, speedup, low, high, breakdown}], fitted = [{name,
+    value, unit, stderr, level, meaning}], measured = the rungs read and their loss split."""
+    fc = result.forecast
+    if fc is None:
+        return {}
+    return {
+        "forecast": [dataclasses.asdict(p) for p in fc.points],
+        "fitted": [dataclasses.asdict(f) for f in fc.fitted],
+        "measured": [dataclasses.asdict(r) for r in fc.measured],
+        "forecast_model": {
+            "one_card_step_s": fc.one_card_step_s,
+            "sigma_rel": fc.sigma_rel,
+            "notes": list(fc.notes),
+        },
+        "calibrated_fixes": [
+            {
+                "name": f.name,
+                "speedup_before": f.speedup_before,
+                "speedup_after": f.speedup_after,
+                "gain": f.gain,
+            }
+            for f in result.calibrated_fixes
+        ],
+    }
 
 
 def _curves(result: PlanResult) -> dict[str, Any] | None:
@@ -165,5 +194,42 @@ def render_terminal(result: PlanResult, console: Console) -> None:
         together = combined_line(_combined(result))
         if together:
             console.print(together[0].upper() + together[1:], markup=False)
+    if result.forecast is not None:
+        render_forecast(result, console)
     for line in (*e.assumptions, *result.notes):
+        console.print(f"  · {line}", style="dim", markup=False)
+
+
+def render_forecast(result: PlanResult, console: Console) -> None:
+    """The measured rungs, the fitted parameters and the forecast with its interval."""
+    fc = result.forecast
+    console.print("Measured ladder (speedup = per-card throughput / one card alone; ms per step)",
+                  markup=False)  # fmt: skip
+    for r in fc.measured:
+        console.print(f"  {r.cards:>6} cards  measured {r.speedup:.3f}  fitted "
+                      f"{r.fitted_speedup:.3f}  loss {_ms(r.loss_s)} = comm {_ms(r.comm_s)} + "
+                      f"sync {_ms(r.sync_s)} + residual {_ms(r.residual_s)}  [{r.source}]",
+                      markup=False)  # fmt: skip
+    console.print("Fitted:", markup=False)
+    for f in fc.fitted:
+        console.print(f"  {f.name} = {f.value * 1e3:.2f} ± {f.stderr * 1e3:.2f} ms ({f.level}): "
+                      f"{f.meaning}", markup=False)  # fmt: skip
+    table = Table(title="Forecast (90 % interval; times in ms)", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))  # fmt: skip
+    for col in ("cards", "speedup", "low", "high", "step", "comm", "sync", "intra", "inter"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for p in fc.points:
+        b = p.breakdown
+        table.add_row(str(p.cards), f"{p.speedup:.3f}", f"{p.low:.3f}", f"{p.high:.3f}",
+                      _ms(p.step_time_s), _ms(b["comm_s"]), _ms(b["sync_s"]),
+                      _ms(b["intra_node_s"]), _ms(b["inter_node_s"]))  # fmt: skip
+    console.print(table)
+    if result.calibrated_fixes:
+        console.print(f"Fixes on the calibrated model at {result.target_cards} cards:",
+                      markup=False)  # fmt: skip
+        ranked = sorted(result.calibrated_fixes, key=lambda f: -f.gain)
+        for i, f in enumerate(ranked, 1):
+            console.print(f"  {i}. {f.name}: {f.speedup_before:.3f} → {f.speedup_after:.3f} "
+                          f"({f.gain:+.3f})", markup=False)  # fmt: skip
+    for line in fc.notes:
         console.print(f"  · {line}", style="dim", markup=False)
