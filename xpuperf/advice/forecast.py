@@ -56,6 +56,9 @@ PARAMS = ("intra_fixed_s", "intra_per_card_s", "inter_fixed_s", "inter_per_doubl
 LEVEL = {"intra_fixed_s": "intra-node", "intra_per_card_s": "intra-node",
          "inter_fixed_s": "inter-node", "inter_per_doubling_s": "inter-node"}  # fmt: skip
 NONNEG = {"intra_per_card_s", "inter_per_doubling_s"}
+PRIOR_SD = {"intra_per_card_s": 0.02, "inter_per_doubling_s": 0.03}
+"""Prior standard deviation of the growth terms, relative to the smallest rung's step: a
+ladder of a few noisy rungs must show growth clearly before it is extrapolated (ridge)."""
 
 
 @dataclass(frozen=True)
@@ -147,7 +150,16 @@ def _fit(rows: list[tuple[int, int, float, float]], y: np.ndarray, sd: np.ndarra
         free.append(2)
     if len(inter) >= 2:
         free.append(3)
-    x = np.array([_row(n, m) for _, m, n, _ in rows])[:, free]
+    x = np.array([_row(n, m) for _, m, n, _ in rows]).reshape(len(rows), 4)[:, free]
+    prior = [j for j in free if PRIOR_SD.get(PARAMS[j])]
+    if prior and rows:  # pseudo-observations: growth terms shrink towards 0 (ridge)
+        t_ref = min(r[3] for r in rows)
+        extra = np.zeros((len(prior), len(free)))
+        for i, j in enumerate(prior):
+            extra[i, free.index(j)] = 1.0
+        x = np.vstack([x, extra])
+        y = np.concatenate([y, np.zeros(len(prior))])
+        sd = np.concatenate([sd, [PRIOR_SD[PARAMS[j]] * t_ref for j in prior]])
     theta = np.zeros(4)
     cov = np.zeros((4, 4))
     if free:
@@ -155,7 +167,7 @@ def _fit(rows: list[tuple[int, int, float, float]], y: np.ndarray, sd: np.ndarra
         xw, yw = x / sd[:, None], y / sd
         res = lsq_linear(xw, yw, bounds=(lo, [np.inf] * len(free)), method="bvls")
         theta[free] = res.x
-        dof = len(y) - len(free)
+        dof = len(y) - len(prior) - len(free)
         chi2 = float(np.sum((yw - xw @ res.x) ** 2))
         s2 = max(1.0, chi2 / dof) if dof > 0 else 1.0
         active = [i for i, j in enumerate(free) if not (PARAMS[j] in NONNEG and res.x[i] <= 1e-12)]
