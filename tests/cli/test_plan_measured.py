@@ -45,7 +45,8 @@ def test_terminal_shows_rungs_fit_and_band(capsys) -> None:
     code, out, _ = run(capsys, "--measured", TWO, "--model", "resnet50", "--topology",
                        "dgx-a100", "--cards", "1,8,16")  # fmt: skip
     assert code == 0
-    assert "Measured ladder" in out and "Forecast (90 % interval" in out
+    assert "Measured ladder" in out
+    assert "Forecast (90 % interval" in out
     assert "inter_fixed_s" in out
 
 
