@@ -76,3 +76,16 @@ def test_refusals_exit_2_with_what_to_measure(capsys, args, match) -> None:
     code, _, err = run(capsys, *args)
     assert code == 2
     assert match in " ".join(err.split())
+
+
+def test_html_shows_rungs_as_points_and_the_forecast_as_a_band() -> None:
+    from xpuperf.report.figures_plan import forecast_traces
+
+    doc = {"forecast": [{"cards": 1, "speedup": 1.0, "low": 1.0, "high": 1.0},
+                        {"cards": 16, "speedup": 0.6, "low": 0.55, "high": 0.66}],
+           "measured": [{"cards": 1, "speedup": 1.0}, {"cards": 8, "speedup": 0.8}]}  # fmt: skip
+    low, high, line, points = forecast_traces(doc)
+    assert (low["y"], high["y"], high["fill"]) == ([1.0, 0.55], [1.0, 0.66], "tonexty")
+    assert line["y"] == [1.0, 0.6]
+    assert (points["mode"], points["x"], points["y"]) == ("markers", [1, 8], [1.0, 0.8])
+    assert forecast_traces({}) == []

@@ -97,6 +97,7 @@ def speedup_figure(doc: dict[str, Any]) -> dict[str, Any]:
                 "hovertemplate": hover,
             }
         )
+    data += forecast_traces(doc)
     target = doc["target_cards"]
     title = "Speedup vs cards: current settings and with each ranked fix"
     ys = [y for t in data for y in t["y"] if y is not None]
@@ -117,6 +118,28 @@ def speedup_figure(doc: dict[str, Any]) -> dict[str, Any]:
     if curves and curves.get("notes"):
         note = " ".join(curves["notes"])
     return {"id": FIG_PLAN_SPEEDUP, "title": title, "note": note, "data": data, "layout": layout}
+
+
+def forecast_traces(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """``plan --measured``: the forecast's interval as a shaded band (low then high, filled
+    between), the forecast line and the measured rungs as points; [] without a ladder."""
+    fc, rungs = doc.get("forecast") or [], doc.get("measured") or []
+    if not fc:
+        return []
+    x = [p["cards"] for p in fc]
+    band = {"type": "scatter", "mode": "lines", "line": {"width": 0, "color": "#4c78a8"},
+            "hoverinfo": "skip", "showlegend": False}  # fmt: skip
+    return [
+        {**band, "name": "forecast low", "x": x, "y": [p["low"] for p in fc]},
+        {**band, "name": "forecast interval (90 %)", "x": x, "y": [p["high"] for p in fc],
+         "fill": "tonexty", "fillcolor": "rgba(76,120,168,0.22)", "showlegend": True},
+        {"type": "scatter", "mode": "lines", "name": "forecast from the measured ladder", "x": x,
+         "y": [p["speedup"] for p in fc], "line": {"color": "#4c78a8", "width": 2.5},
+         "hovertemplate": "%{x} cards<br>forecast %{y:.3f}<extra></extra>"},
+        {"type": "scatter", "mode": "markers", "name": "measured", "x": [r["cards"] for r in rungs],
+         "y": [r["speedup"] for r in rungs], "marker": {"color": "#e45756", "size": 9},
+         "hovertemplate": "%{x} cards<br>measured %{y:.3f}<extra></extra>"},
+    ]  # fmt: skip
 
 
 def breakdown_figure(doc: dict[str, Any]) -> dict[str, Any]:
