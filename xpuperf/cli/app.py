@@ -1,35 +1,138 @@
 """The ``xpuperf`` command: the typer app and ``main()``, the one place errors become exit codes.
 
-Exit codes: 0 ran fine, 1 a gate the user asked for failed, 2 usage or input error,
-3 internal error (traceback only with ``--debug``).
+Exit codes: 0 ran fine (also ``xpuperf`` alone, which prints the help), 1 a gate the user asked
+for failed, 2 usage or input error, 3 internal error (traceback only with ``--debug``), 130
+interrupted (Ctrl-C, also while Python is still loading).
+
+Start-up stays light: a subcommand's module (and with it pandas, numpy, scipy, plotly) is
+imported only when that subcommand runs; ``--version`` and ``--help`` import none of them
+(tests/cli/test_startup.py).
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import os
-import re
-import sys
-import traceback
-from pathlib import Path
+try:  # Ctrl-C while Python loads the CLI: exit 130 quietly, not a traceback
+    import contextlib
+    import difflib
+    import errno
+    import os
+    import re
+    import sys
+    import traceback
+    from pathlib import Path
+    from typing import Any
 
-import typer
+    import typer
+    from typer.core import TyperGroup
 
-from xpuperf import __version__
-from xpuperf.cli import analyze as analyze_cmd
-from xpuperf.cli import calibrate as calibrate_cmd
-from xpuperf.cli import compare as compare_cmd
-from xpuperf.cli import formats as formats_cmd
-from xpuperf.cli import ingest as ingest_cmd
-from xpuperf.cli import plan as plan_cmd
-from xpuperf.cli.topo import topo_app
-from xpuperf.errors import EXIT_INPUT, EXIT_INTERNAL, XpuperfError
+    from xpuperf import __version__
+    from xpuperf.errors import EXIT_INPUT, EXIT_INTERNAL, XpuperfError
+
+    try:  # typer >= 0.25 vendors click: its usage errors derive from TyperException
+        from typer.exceptions import TyperException as _UsageErrors
+    except ImportError:  # older typer runs on click
+        from click.exceptions import ClickException as _UsageErrors
+except KeyboardInterrupt:
+    raise SystemExit(130) from None
+
+SUBCOMMANDS: dict[str, str] = {
+    "analyze": "Find stragglers, FPS jitter and the compute/non-compute split in per-rank step "
+    "logs.",
+    "ingest": "Write per-rank step logs as a Parquet dataset partitioned by rank range, for "
+    "`xpuperf analyze DATASET --engine dask`.",
+    "plan": "Predict speedup up to 1000+ cards from the topology and a single-card step time, and "
+    "rank the fixes (bucket size, algorithm, ring order, NIC per card, …) by gain.",
+    "formats": "List the log formats in sniffing order, with their extensions and an example line.",
+    "compare": "Compare two runs: per-metric change, Mann–Whitney test over steps, regression "
+    "gate.",
+    "calibrate": "Fit latency and bus bandwidth to nccl-tests results; flag busbw far below the "
+    "topology.",
+    "topo": "Cluster topology: show a description, preset or generic cluster; audit it.",
+}
+"""Subcommand -> the one-line help ``xpuperf --help`` lists without importing its module (a test
+keeps each equal to the command's own)."""
+
+
+def _target(name: str) -> Any:
+    """The command function or Typer app of subcommand ``name``, importing its module now."""
+    if name == "analyze":
+        from xpuperf.cli.analyze import analyze as target
+    elif name == "ingest":
+        from xpuperf.cli.ingest import ingest as target
+    elif name == "plan":
+        from xpuperf.cli.plan import plan as target
+    elif name == "formats":
+        from xpuperf.cli.formats import formats as target
+    elif name == "compare":
+        from xpuperf.cli.compare import compare as target
+    elif name == "calibrate":
+        from xpuperf.cli.calibrate import calibrate as target
+    elif name == "topo":
+        from xpuperf.cli.topo import topo_app as target
+    else:
+        raise KeyError(name)
+    return target
+
+
+def load_command(name: str) -> Any:
+    """The click command of subcommand ``name``, importing its module now.
+
+    Raises:
+        KeyError: ``name`` is not a subcommand.
+    """
+    obj = _target(name)
+    if not isinstance(obj, typer.Typer):
+        single = typer.Typer(add_completion=False, rich_markup_mode=None)
+        single.command(name)(obj)
+        obj = single
+    cmd = typer.main.get_command(obj)
+    cmd.name = name
+    return cmd
+
+
+class _LazyGroup(TyperGroup):
+    """The root group: subcommands load on use; the help lists them from :data:`SUBCOMMANDS`."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*self.commands, *(n for n in SUBCOMMANDS if n not in self.commands)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in SUBCOMMANDS:
+            self.commands[cmd_name] = load_command(cmd_name)
+        return self.commands.get(cmd_name)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        try:
+            return super().resolve_command(ctx, args)
+        except _UsageErrors as e:  # a mistyped name: suggest the near ones (typer's needs loading)
+            near = difflib.get_close_matches(args[0], self.list_commands(ctx)) if args else []
+            if near and "Did you mean" not in e.message:
+                e.message = e.message.rstrip(".") + f". Did you mean {', '.join(map(repr, near))}?"
+            raise
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows = [
+            (n, SUBCOMMANDS[n] if n in SUBCOMMANDS else self.commands[n].get_short_help_str())
+            for n in self.list_commands(ctx)
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def __getattr__(name: str) -> Any:
+    """``app.analyze_cmd`` & co.: the subcommand modules, imported on first use."""
+    sub = name.removesuffix("_cmd")
+    if sub != name and sub in SUBCOMMANDS:
+        _target(sub)
+        return sys.modules[f"xpuperf.cli.{sub}"]
+    raise AttributeError(name)
+
 
 app = typer.Typer(
     name="xpuperf",
+    cls=_LazyGroup,
     help="Performance diagnosis for data-parallel training clusters.",
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -49,15 +152,6 @@ def _root(
     ),
 ) -> None:
     """Performance diagnosis for data-parallel training clusters."""
-
-
-app.command("analyze")(analyze_cmd.analyze)
-app.command("ingest")(ingest_cmd.ingest)
-app.command("plan")(plan_cmd.plan)
-app.command("formats")(formats_cmd.formats)
-app.command("compare")(compare_cmd.compare)
-app.command("calibrate")(calibrate_cmd.calibrate)
-app.add_typer(topo_app, name="topo")
 
 
 _OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF})
@@ -89,7 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     if sys.stdout is None:  # started with stdout closed (`>&-`): what goes there is dropped
         sys.stdout = Path(os.devnull).open("w", encoding="utf-8")  # noqa: SIM115 (to exit)
     debug = "--debug" in args
-    args = [a for a in args if a != "--debug"]
+    args = [a for a in args if a != "--debug"] or ["--help"]  # alone: the help, exit 0
     try:
         rv = app(args=args, prog_name="xpuperf", standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
@@ -98,7 +192,10 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         _err("interrupted")
         code = 130
-    except typer.exceptions.TyperException as e:
+    except _UsageErrors as e:
+        if type(e).__name__ == "NoArgsIsHelpError":  # `xpuperf topo` alone: its help, exit 0
+            print(e.ctx.get_help())
+            sys.exit(0)
         # usage errors (typer vendors click; its exceptions derive from TyperException)
         print(_CONTROL.sub("?", _usage_line(e)), file=sys.stderr)
         code = getattr(e, "exit_code", EXIT_INPUT) or EXIT_INPUT

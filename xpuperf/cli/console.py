@@ -1,5 +1,9 @@
 """Rich consoles for the CLI: no emoji codes (a path with ``:100:`` stays a path), no
-auto-highlighting, and stderr lines that do not wrap (one warning = one line)."""
+auto-highlighting, and stderr lines that do not wrap (one warning = one line).
+
+Piped stdout (CI logs, ``| grep``, a file) is not hard-wrapped either: a message stays on one
+line, so ``grep XP101`` finds the whole finding; tables are laid out :data:`PIPED_WIDTH` wide
+(or ``$COLUMNS`` when set) instead of rich's 80 columns."""
 
 from __future__ import annotations
 
@@ -18,11 +22,22 @@ class _Console(Console):
         raise SystemExit(0)
 
 
-def out_console() -> Console:
-    """Console for results on stdout."""
-    return _Console(highlight=False, emoji=False)
+PIPED_WIDTH = 160
+"""Columns for tables when stdout is not a terminal and ``$COLUMNS`` is unset."""
 
 
-def err_console() -> Console:
-    """Console for warnings and notes on stderr; long lines are not wrapped."""
-    return Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
+def out_console(quiet: bool = False) -> Console:
+    """Console for results on stdout; on a pipe or file, lines are not wrapped; ``quiet``
+    (``-q``) prints nothing."""
+    con = _Console(highlight=False, emoji=False, quiet=quiet)
+    if not con.is_terminal:
+        con.soft_wrap = True
+        if not os.environ.get("COLUMNS", "").isdigit():
+            con.width = PIPED_WIDTH
+    return con
+
+
+def err_console(quiet: bool = False) -> Console:
+    """Console for warnings and notes on stderr; long lines are not wrapped; ``quiet`` (``-q``)
+    prints nothing."""
+    return Console(stderr=True, highlight=False, emoji=False, soft_wrap=True, quiet=quiet)

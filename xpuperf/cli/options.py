@@ -27,3 +27,11 @@ WorldSizeOption = Annotated[
 ]
 """``--world-size N``: the job's data-parallel ranks, for a job-level log
 (:mod:`xpuperf.readers.world`)."""
+
+QuietOption = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", help="No terminal output; files (--json, -o) and the exit code still tell."
+    ),
+]
+"""``-q/--quiet``: print nothing on the terminal (every subcommand has it)."""

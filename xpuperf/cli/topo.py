@@ -18,6 +18,7 @@ import typer
 import yaml
 
 from xpuperf.cli.console import err_console, out_console
+from xpuperf.cli.options import QuietOption
 from xpuperf.errors import GateFailedError, InputError, UsageError
 from xpuperf.findings import Severity
 from xpuperf.kinds import TOPO, pointed
@@ -150,6 +151,7 @@ def show(
     nic: NicOpt = None,
     nics_per_node: NicsOpt = 1,
     json_out: JsonOpt = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Print a picture of the cluster: per node, cards grouped by link kind, NUMA and NIC
     affinity; or its JSON description (--json)."""
@@ -158,7 +160,7 @@ def show(
     if json_out:
         _emit_json(to_json_dict(cluster), json_out, [file] if file else [])
     if json_out != "-":
-        console = out_console()
+        console = out_console(quiet)
         for line in describe(cluster):
             console.print(line, markup=False, soft_wrap=True)
         for f in _evidence([file] if file else [], cluster)[1]:
@@ -194,6 +196,7 @@ def check(
             help=f"Binding file format instead of sniffing: {', '.join(bind.FORMATS)}.",
         ),
     ] = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Audit the topology: NICs across the socket, shared NICs, missing NUMA affinity,
     non-uniform or uneven links, rank order (codes XP5xx); with --binding, the ranks' CPU
@@ -219,7 +222,7 @@ def check(
             "format": bf.format,
             "ranks": [r.to_dict() for r in ranks],
         }
-        err = err_console()
+        err = err_console(quiet)
         for note in bf.notes:
             err.print("note: " + safe(note), markup=False)
     inputs = [p for p in (file, binding) if p]
@@ -227,7 +230,7 @@ def check(
         out = {"findings": [f.to_dict() for f in findings], "checks": [c.to_dict() for c in checks]}
         _emit_json({**out, **doc}, json_out, inputs)
     if json_out != "-":
-        console = out_console()
+        console = out_console(quiet)
         if binding is not None:
             console.print(_binding_line(doc["binding"]), markup=False, soft_wrap=True)
         if not findings:
@@ -264,6 +267,7 @@ def import_(
         str | None,
         typer.Option("-o", "--output", help="Description file to write (.json: JSON, else YAML)."),
     ] = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Read what the machine printed into a description file (stdout without -o); notes on what
     was inferred go to stderr."""
@@ -296,7 +300,7 @@ def import_(
             _drop_nulls(data), sort_keys=False, allow_unicode=True, width=100,
             default_flow_style=None,
         )  # fmt: skip
-    err = err_console()
+    err = err_console(quiet)
     for note in result.notes:
         err.print("note: " + safe(note))
     for f in _evidence(files, result.cluster)[1]:
