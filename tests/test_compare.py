@@ -10,6 +10,7 @@ import pytest
 
 from xpuperf.analysis import analyze
 from xpuperf.compare import (
+    GATED,
     SCHEMA,
     check_max_regression,
     compare_paths,
@@ -43,7 +44,9 @@ def test_finds_planted_5_percent_compute_regression(seed: int) -> None:
     assert st.p_value < 1e-6
     assert st.ci[0] < st.change < st.ci[1]
     assert res.metric("throughput").verdict == "regression"
-    assert [m.name for m in res.regressions()] == ["step_time_median", "throughput"]
+    # a uniform +4 % moves every gated statistic; p99 of 195 steps is too noisy to be sure
+    names = {m.name for m in res.regressions()}
+    assert {"throughput", "step_time_median", "step_time_mean", "throughput_median_step"} <= names
     with pytest.raises(GateFailedError, match="median step time"):
         check_max_regression(res, 0.02)
     check_max_regression(res, 0.05)  # +4 % is within a 5 % limit
@@ -53,7 +56,7 @@ def test_finds_planted_5_percent_compute_regression(seed: int) -> None:
 def test_same_distribution_is_not_flagged(seed: int) -> None:
     res = compare_runs(_run(seed), _run(seed + 500, label="current"))
     assert res.regressions() == []
-    for name in ("step_time_median", "throughput"):
+    for name in GATED:
         assert res.metric(name).verdict == "no significant change"
     check_max_regression(res, 0.0)
 
@@ -103,16 +106,21 @@ def test_renderers(samples: Path) -> None:
     doc = to_dict(res)
     assert doc["schema"] == SCHEMA
     assert set(doc["metrics"]) >= {"step_time_median", "throughput", "jitter_cv", "comm_fraction"}
-    assert doc["regressions"] == ["step_time_median"]
+    assert {"step_time_median", "step_time_mean"} <= set(doc["regressions"])
+    # the slow rank of the current run is a finding the base does not have
+    assert "XP101" in [f["code"] for f in doc["findings"]["new"]]
     assert any("ranks" in n for n in doc["notes"])  # 8 vs 16 ranks: not like for like
     json.dumps(doc, allow_nan=False)
     view = build_compare_view(res)
     assert view["figure_ids"] == ["fig-compare-steps", "fig-compare-dist"]
     assert view["table"]["rows"][0][0] == "median step time"
     assert view["table"]["rows"][0][-1] == "regression"
+    assert view["verdict"].startswith("regression: ")
+    assert "XP101 rank 5 — deterministic straggler rank, cost" in view["verdict"]
     page = render_compare_html(res)
     assert page.count('id="fig-compare-steps"') == 1
     assert page.count("plotly.js v") == 1
     md = render_compare_markdown(res)
-    assert "**regression**: median step time" in md
+    assert "regression: median step time" in md
+    assert "| new | XP101 |" in md
     assert "| median step time |" in md

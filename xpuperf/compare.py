@@ -1,24 +1,31 @@
 """Compare two runs (BASE vs CURRENT): per-metric change, significance over steps, regression gate.
 
 Each side is an :class:`~xpuperf.analysis.results.AnalyzeResult` (from logs) or a saved
-``xpuperf.analyze/1`` JSON document. The step-time and throughput changes are tested with a
-two-sided Mann–Whitney U test over the steady (post-warm-up) steps of both runs; a change counts
-only when it is significant (p < ``alpha``) AND at least ``min_effect`` in size, so a tiny but
-"significant" shift on a long run is not called a regression. The other metrics (p99, jitter cv,
-straggler cost, breakdown fractions, speedup) are single numbers per run: their change is reported
-without a test, and fractions change in absolute points.
+``xpuperf.analyze/1`` JSON document. Gated metrics (:data:`GATED`) — wall-clock throughput (the
+headline: samples / steady wall time), mean, median and p99 step time and the median-step
+throughput — are tested over the steady (post-warm-up) steps of both runs
+(:mod:`xpuperf.compare_stats`: Mann–Whitney U for medians, the exact bootstrap of quantiles, the
+delta method for means and Σ samples / Σ time; memory O(steps)). A change counts only when it is
+significant (p < ``alpha``) AND at least ``min_effect`` in size, so a tiny but "significant"
+shift on a long run is not called a regression, and periodic stalls that leave the median alone
+still show in the mean, the p99 and the wall-clock throughput. The other metrics (jitter cost and
+cv, straggler costs, breakdown shares, speedup) are single numbers per run: their change is
+reported without a test, and fractions change in absolute points. Findings present in one run
+only (a new straggler rank, new stalls, new NCCL findings) are listed with their cost
+(:mod:`xpuperf.compare_diff`), as are per-rank and breakdown differences.
 
 A saved analyze JSON carries the per-step series only if it has a ``job_steps`` list (records of
-``step, step_time_s, fps``); otherwise its medians are compared without a test, and the result
+``step, step_time_s, fps``); otherwise its values are compared without a test, and the result
 says so in ``notes``.
 
 >>> from xpuperf.compare import compare_paths
 >>> res = compare_paths("base_logs/", "current_logs/")  # doctest: +SKIP
->>> [m.name for m in res.metrics if m.verdict == "regression"]  # doctest: +SKIP
+>>> [m.name for m in res.regressions()]  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
@@ -28,29 +35,47 @@ from typing import Any
 import numpy as np
 
 from xpuperf import __version__
+from xpuperf import compare_stats as stats
+from xpuperf.analysis.pvalue import P_FLOOR, format_p
 from xpuperf.analysis.results import AnalyzeResult
+from xpuperf.compare_diff import FindingChange, breakdown_diff, finding_changes, rank_diff
 from xpuperf.errors import GateFailedError, InputError
 
 SCHEMA = "xpuperf.compare/1"
 ANALYZE_SCHEMA_PREFIX = "xpuperf.analyze/"
 
-# name, label, JSON path in the analyze document, unit, better ("lower"/"higher"), kind
-# kind: "rel" (relative change) or "abs" (absolute change, for fractions)
-_METRICS: tuple[tuple[str, str, str, str, str, str], ...] = (
-    ("step_time_median", "median step time", "summary.step_time_s.median", "s", "lower", "rel"),
-    ("throughput", "throughput", "summary.throughput_samples_per_s", "samples/s", "higher", "rel"),
-    ("step_time_p99", "p99 step time", "summary.step_time_s.p99", "s", "lower", "rel"),
-    ("jitter_cv", "jitter (step-time cv)", "jitter.cv", "", "lower", "rel"),
-    ("straggler_cost", "straggler cost", "straggler_analysis.sync_cost_fraction", "", "lower",
-     "abs"),
-    ("compute_fraction", "compute share", "breakdown.compute_fraction", "", "higher", "abs"),
-    ("comm_fraction", "comm share", "breakdown.comm_fraction", "", "lower", "abs"),
-    ("data_fraction", "data share", "breakdown.data_fraction", "", "lower", "abs"),
-    ("other_fraction", "other share", "breakdown.other_fraction", "", "lower", "abs"),
-    ("speedup", "speedup", "breakdown.speedup", "", "higher", "rel"),
+# name, label, JSON path(s) in the analyze document ("|" = fallback), unit, better, kind, test
+# kind: "rel" (relative change) or "abs" (absolute change, for fractions); test: see _test()
+_METRICS: tuple[tuple[str, str, str, str, str, str, str], ...] = (
+    ("step_time_median", "median step time", "summary.step_time_s.median", "s", "lower", "rel",
+     "median"),
+    ("step_time_mean", "mean step time", "summary.step_time_s.mean", "s", "lower", "rel", "mean"),
+    ("step_time_p99", "p99 step time", "summary.step_time_s.p99", "s", "lower", "rel", "p99"),
+    ("throughput", "throughput (wall-clock)", "summary.throughput_wallclock_samples_per_s",
+     "samples/s", "higher", "rel", "wall"),
+    ("throughput_median_step", "throughput (median step)",
+     "summary.throughput_median_step_samples_per_s|summary.throughput_samples_per_s",
+     "samples/s", "higher", "rel", "median_fps"),
+    ("jitter_cost", "jitter & spikes cost", "summary.jitter_cost_fraction", "", "lower", "abs", ""),
+    ("jitter_cv", "jitter (step-time cv)", "jitter.cv", "", "lower", "rel", ""),
+    ("straggler_cost_deterministic", "straggler cost (deterministic)", "@deterministic_cost", "",
+     "lower", "abs", ""),
+    ("straggler_cost", "straggler cost (random)", "straggler_analysis.sync_cost_fraction", "",
+     "lower", "abs", ""),
+    ("compute_fraction", "compute share", "breakdown.compute_fraction", "", "higher", "abs", ""),
+    ("comm_fraction", "comm share", "breakdown.comm_fraction", "", "lower", "abs", ""),
+    ("data_fraction", "data share", "breakdown.data_fraction", "", "lower", "abs", ""),
+    ("other_fraction", "other share", "breakdown.other_fraction", "", "lower", "abs", ""),
+    ("speedup", "speedup", "breakdown.speedup", "", "higher", "rel", ""),
 )  # fmt: skip
-_TESTED = {"step_time_median": "step_time_s", "throughput": "fps"}
-GATED = ("step_time_median", "throughput")
+GATED = (
+    "step_time_median",
+    "step_time_mean",
+    "step_time_p99",
+    "throughput",
+    "throughput_median_step",
+)
+"""Metrics ``--max-regression`` gates on (tested when both sides carry per-step series)."""
 
 
 @dataclass
@@ -84,8 +109,9 @@ class MetricChange:
         base, current: the two values (None when unknown on a side).
         change: signed change (see ``kind``), None when not computable.
         worsening: the change expressed so that positive = worse (e.g. +0.04 = 4 % slower).
-        ci: 95 % bootstrap interval of the relative change of the median (tested metrics only).
-        p_value: Mann–Whitney two-sided p-value, None when not tested.
+        ci: 95 % interval of the relative change of the tested statistic (tested metrics only).
+        p_value: two-sided p-value (:mod:`xpuperf.compare_stats`), None when not tested.
+        p_floor: the smallest p-value the test resolves (printed as ``p<`` it).
         verdict: ``"regression"``, ``"improvement"`` or ``"no significant change"`` for tested
             metrics; ``"worse"``, ``"better"``, ``"unchanged"`` (untested) or ``"n/a"``.
     """
@@ -102,6 +128,7 @@ class MetricChange:
     p_value: float | None = None
     ci: tuple[float, float] | None = None
     verdict: str = "n/a"
+    p_floor: float = P_FLOOR
 
     @property
     def tested(self) -> bool:
@@ -110,7 +137,17 @@ class MetricChange:
 
 @dataclass
 class CompareResult:
-    """Everything ``xpuperf compare`` found; renderers take this and nothing else."""
+    """Everything ``xpuperf compare`` found; renderers take this and nothing else.
+
+    Attributes:
+        base, current: the two sides.
+        metrics: one :class:`MetricChange` per metric of ``_METRICS``, in that order.
+        alpha, min_effect: the test level and the smallest change that counts.
+        notes: caveats (no series, different rank counts, few steps).
+        findings: findings in one run only (:func:`xpuperf.compare_diff.finding_changes`).
+        ranks: per-rank median work, base vs current (:func:`~xpuperf.compare_diff.rank_diff`).
+        breakdown: phase shares and seconds (:func:`~xpuperf.compare_diff.breakdown_diff`).
+    """
 
     base: RunData
     current: RunData
@@ -118,17 +155,25 @@ class CompareResult:
     alpha: float
     min_effect: float
     notes: list[str] = field(default_factory=list)
+    findings: list[FindingChange] = field(default_factory=list)
+    ranks: list[dict[str, Any]] = field(default_factory=list)
+    breakdown: list[dict[str, Any]] = field(default_factory=list)
 
     def metric(self, name: str) -> MetricChange:
         """The metric called ``name``."""
         return next(m for m in self.metrics if m.name == name)
 
     def regressions(self) -> list[MetricChange]:
-        """Gated metrics judged a regression (tested), or worse (untested fallback)."""
+        """Gated metrics (:data:`GATED`) judged a regression (tested), or worse (untested)."""
         return [m for m in self.metrics if m.name in GATED and m.verdict in ("regression", "worse")]
 
 
 def _get(doc: dict[str, Any], path: str) -> float | None:
+    """The number at a dotted ``path``; ``a|b``: the first present; ``@name``: derived."""
+    if "|" in path:
+        return next((v for p in path.split("|") if (v := _get(doc, p)) is not None), None)
+    if path == "@deterministic_cost":
+        return _deterministic_cost(doc)
     cur: Any = doc
     for k in path.split("."):
         if not isinstance(cur, dict) or cur.get(k) is None:
@@ -137,16 +182,30 @@ def _get(doc: dict[str, Any], path: str) -> float | None:
     return float(cur) if isinstance(cur, (int, float)) and not isinstance(cur, bool) else None
 
 
+def _deterministic_cost(doc: dict[str, Any]) -> float | None:
+    """Σ cost of the deterministic stragglers (0 when none), None without a straggler analysis."""
+    if not isinstance(doc.get("straggler_analysis"), dict):
+        return None
+    costs = [
+        float(x.get("cost_fraction") or 0.0)
+        for x in doc.get("stragglers") or []
+        if isinstance(x, dict) and x.get("kind") == "deterministic"
+    ]
+    return float(sum(costs))
+
+
 def run_from_result(result: AnalyzeResult, label: str, source: str | None = None) -> RunData:
     """A comparison side from an in-memory analysis (series always available)."""
     from xpuperf.report.json_report import to_dict
 
     js = result.job_steps
     fps = js["fps"].to_numpy(dtype=float)
+    # the series are kept as arrays: the document does not repeat them as records
+    slim = dataclasses.replace(result, job_steps=js.iloc[:0])
     return RunData(
         label=label,
         source=source or ", ".join(result.sources[:3]) or "(in memory)",
-        doc=to_dict(result),
+        doc=to_dict(slim),
         step_time_s=js["step_time_s"].to_numpy(dtype=float),
         fps=fps if len(fps) and np.isfinite(fps).all() else None,
         series_from="logs",
@@ -193,20 +252,29 @@ def load_run(path: str | os.PathLike, label: str, **analyze_kw: Any) -> RunData:
     return run_from_result(analyze_logs([path], **analyze_kw), label, str(path))
 
 
-def _bootstrap_ci(a: np.ndarray, b: np.ndarray, n: int = 2000) -> tuple[float, float]:
-    """95 % bootstrap interval of median(b) / median(a) − 1 (seeded: reproducible)."""
-    rng = np.random.default_rng(0)
-    ma = np.median(rng.choice(a, size=(n, len(a))), axis=1)
-    mb = np.median(rng.choice(b, size=(n, len(b))), axis=1)
-    lo, hi = np.percentile(mb / ma - 1.0, [2.5, 97.5])
-    return float(lo), float(hi)
+def _test(test: str, base: RunData, cur: RunData) -> tuple[float, tuple[float, float]] | None:
+    """(p-value, 95 % interval of the relative change) of a metric's test, or None."""
+    tb, tc = base.step_time_s, cur.step_time_s
+    if not test or tb is None or tc is None or min(len(tb), len(tc)) < 3:
+        return None
+    if test == "median":
+        return stats.median_test(tb, tc)
+    if test == "mean":
+        return stats.ratio_test(tb, tc)
+    if test == "p99":
+        return stats.quantile_test(tb, tc, 0.99)
+    if base.fps is None or cur.fps is None:
+        return None
+    if test == "median_fps":
+        return stats.median_test(base.fps, cur.fps)
+    return stats.ratio_test(base.fps * tb, cur.fps * tc, tb, tc)  # wall: Σ samples / Σ time
 
 
 def _metric(
     spec: tuple[str, ...], base: RunData, cur: RunData, alpha: float, eff: float
 ) -> MetricChange:
-    """One metric's change; tested with Mann–Whitney when both sides carry its series."""
-    name, label, path, unit, better, kind = spec
+    """One metric's change; tested (:mod:`xpuperf.compare_stats`) when both sides have series."""
+    name, label, path, unit, better, kind, test = spec
     b, c = _get(base.doc, path), _get(cur.doc, path)
     sign = 1.0 if better == "lower" else -1.0
     change = worsening = None
@@ -214,14 +282,11 @@ def _metric(
         change = (c - b) if kind == "abs" else ((c - b) / b if b else None)
         worsening = None if change is None else sign * change
     m = MetricChange(name, label, unit, better, kind, b, c, change, worsening)
-    col = _TESTED.get(name)
-    sb = getattr(base, col) if col else None
-    sc = getattr(cur, col) if col else None
-    if sb is not None and sc is not None and min(len(sb), len(sc)) >= 3:
-        from scipy.stats import mannwhitneyu  # on use: keeps scipy out of start-up
-
-        m.p_value = float(mannwhitneyu(sb, sc, alternative="two-sided").pvalue)
-        m.ci = _bootstrap_ci(sb, sc)
+    tested = _test(test, base, cur)
+    if tested is not None:
+        m.p_value, m.ci = tested
+        if test == "p99":
+            m.p_floor = stats.P_RESOLUTION
         if worsening is not None and m.p_value < alpha and abs(worsening) >= eff:
             m.verdict = "regression" if worsening > 0 else "improvement"
         else:
@@ -250,8 +315,8 @@ def compare_runs(
         if side.series_from == "none":
             notes.append(
                 f"{side.label} ({side.source}) is a saved JSON without per-step series: step "
-                "time and throughput are compared as medians, without a significance test — "
-                "compare logs for a tested verdict."
+                "time and throughput are compared as single values, without a significance "
+                "test — compare logs, or a JSON of `analyze --json`, for a tested verdict."
             )
     rb, rc = _get(base.doc, "summary.ranks"), _get(current.doc, "summary.ranks")
     if rb is not None and rc is not None and rb != rc:
@@ -265,7 +330,17 @@ def compare_runs(
                 f"{side.label} has only {len(side.step_time_s)} steady steps: the test has "
                 "little power."
             )
-    return CompareResult(base, current, metrics, alpha, min_effect, notes)
+    return CompareResult(
+        base,
+        current,
+        metrics,
+        alpha,
+        min_effect,
+        notes,
+        findings=finding_changes(base.doc, current.doc),
+        ranks=rank_diff(base.doc, current.doc),
+        breakdown=breakdown_diff(base.doc, current.doc),
+    )
 
 
 def compare_paths(
@@ -288,8 +363,9 @@ def compare_paths(
 def check_max_regression(result: CompareResult, max_regression: float) -> None:
     """Raise :class:`GateFailedError` (exit 1) if a gated metric regressed beyond the limit.
 
-    Gated metrics: median step time and throughput. With per-step series a regression must be
-    significant; without, the medians are compared directly (stated in ``result.notes``).
+    Gated metrics (:data:`GATED`): wall-clock and median-step throughput, median, mean and p99
+    step time. With per-step series a regression must be significant; without, the values are
+    compared directly (stated in ``result.notes``). ``max_regression`` is a fraction (0.05).
     """
     bad = [
         m for m in result.regressions() if m.worsening is not None and m.worsening > max_regression
@@ -297,7 +373,7 @@ def check_max_regression(result: CompareResult, max_regression: float) -> None:
     if bad:
         listing = "; ".join(
             f"{m.label} {m.worsening:+.2%} worse (limit {max_regression:.2%}"
-            + (f", p={m.p_value:.2g})" if m.p_value is not None else ", untested)")
+            + (f", {format_p(m.p_value, m.p_floor)})" if m.p_value is not None else ", untested)")
             for m in bad
         )
         raise GateFailedError(f"regression beyond --max-regression: {listing}")
@@ -334,12 +410,19 @@ def to_dict(result: CompareResult) -> dict[str, Any]:
                     "change": m.change,
                     "worsening": m.worsening,
                     "p_value": m.p_value,
+                    "p_text": None if m.p_value is None else format_p(m.p_value, m.p_floor),
                     "ci": list(m.ci) if m.ci else None,
                     "verdict": m.verdict,
                 }
                 for m in result.metrics
             },
             "regressions": [m.name for m in result.regressions()],
+            "findings": {
+                k: [dataclasses.asdict(f) for f in result.findings if f.change == k]
+                for k in ("new", "gone")
+            },
+            "ranks": result.ranks,
+            "breakdown": result.breakdown,
             "notes": result.notes,
         }
     )

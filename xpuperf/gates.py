@@ -15,7 +15,9 @@ Meaning, for the analyze document (``xpuperf.analyze/1``):
 
 - a dotted field is looked up in the JSON document (``summary.step_time_s.p99``); a list counts
   its items (``stragglers>0``); short aliases are listed in :data:`ANALYZE_ALIASES`
-  (``speedup`` = ``breakdown.speedup``);
+  (``speedup`` = ``breakdown.speedup``; ``throughput`` = the wall-clock headline,
+  ``throughput_median_step`` = the median-step figure, ``jitter_cost`` = the share of wall time
+  lost to spikes, stalls and jitter);
 - ``severity OP level`` compares the most severe finding with ``level`` (``severity>=warning``:
   any finding at warning or above);
 - ``code=XP101`` holds when a finding with that code is present, ``code!=XP101`` when absent.
@@ -53,9 +55,15 @@ _SEVERITY = {"info": 0, "warning": 1, "error": 2}
 #: short names for fields of the analyze document
 ANALYZE_ALIASES: dict[str, str] = {
     "speedup": "breakdown.speedup",
-    "throughput": "summary.throughput_samples_per_s",
-    "throughput_per_card": "summary.throughput_per_card_samples_per_s",
+    # the headline: samples / steady wall time (spikes and stalls lower it)
+    "throughput": "summary.throughput_wallclock_samples_per_s",
+    "throughput_per_card": "summary.throughput_per_card_wallclock_samples_per_s",
+    # what a typical (median) step reaches
+    "throughput_median_step": "summary.throughput_median_step_samples_per_s",
+    "throughput_per_card_median_step": "summary.throughput_per_card_samples_per_s",
+    "jitter_cost": "summary.jitter_cost_fraction",
     "step_time": "summary.step_time_s.median",
+    "mean_step_time": "summary.step_time_s.mean",
     "p99": "summary.step_time_s.p99",
     "cv": "jitter.cv",
     "fps_cv": "jitter.fps_cv",

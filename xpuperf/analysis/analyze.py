@@ -26,7 +26,7 @@ from xpuperf.analysis.results import (
     Summary,
     WarmupResult,
 )
-from xpuperf.analysis.series import job_steps
+from xpuperf.analysis.series import job_steps, wallclock
 from xpuperf.analysis.stalls import PHASES, StallResult, find_sync_stalls
 from xpuperf.analysis.stragglers import find_stragglers
 from xpuperf.analysis.warmup import detect_warmup, split_warmup, warmup_finding
@@ -97,7 +97,9 @@ def analyze(
         baseline = st.validate(baseline, source="baseline")
         bw = detect_warmup(job_steps(baseline), None)
         base_steady = split_warmup(baseline, bw)
-    breakdown, f = decompose(steady, base_steady, speedup_target=speedup_target)
+    breakdown, f = decompose(
+        steady, base_steady, speedup_target=speedup_target, stragglers=stragglers
+    )
     findings += f
     rank_ids = grid.ranks if grid is not None else np.sort(table["rank"].unique())
     findings += _quality_findings(table, read_warnings, rank_ids, grid is not None)
@@ -119,7 +121,7 @@ def analyze(
         copy=False,
     )
     findings.sort(key=lambda x: -x.severity.rank)
-    summary = _summary(table, steady_job, warm, len(rank_ids))
+    summary = _summary(table, steady_job, warm, len(rank_ids), job)
     checks = step_checks(
         summary, jitter, stragglers, breakdown, stalls, findings, base_steady is not None
     )
@@ -168,25 +170,53 @@ def _stalls(
 
 
 def _summary(
-    table: pd.DataFrame, steady_job: pd.DataFrame, warm: WarmupResult, ranks: int
+    table: pd.DataFrame,
+    steady_job: pd.DataFrame,
+    warm: WarmupResult,
+    ranks: int,
+    job: pd.DataFrame | None = None,
 ) -> Summary:
+    """Headline numbers; wall-clock throughput from :func:`xpuperf.analysis.series.wallclock`.
+
+    ``job``: the whole job series (warm-up included) — its last warm-up row tells how many
+    iterations the first steady row covers.
+    """
     t = steady_job["step_time_s"].to_numpy()
     fps = steady_job["fps"].to_numpy()
     nodes = int(table["node"].nunique()) if "node" in table.columns else None
     thr = float(np.median(fps)) if np.isfinite(fps).all() and len(fps) else None
+    prev = None
+    if job is not None and warm.first_steady_step is not None:
+        before = job["step"].to_numpy()
+        before = before[before < warm.first_steady_step]
+        prev = int(before[-1]) if len(before) else None
+    wc = wallclock(steady_job, table, prev)
+    med = float(np.median(t))
+    thr_wall = wc.samples / wc.wall_time_s if thr is not None and np.isfinite(wc.samples) else None
+    cost_s = wc.wall_time_s - wc.iterations * med
     return Summary(
         ranks=ranks,
         nodes=nodes,
         steps=len(steady_job),
         warmup_steps=warm.steps,
         step_time_s={
-            "median": float(np.median(t)),
+            "median": med,
             "mean": float(np.mean(t)),
             "p90": float(np.percentile(t, 90)),
             "p99": float(np.percentile(t, 99)),
         },
         throughput_samples_per_s=thr,
         throughput_per_card_samples_per_s=thr / ranks if thr is not None else None,
+        throughput_wallclock_samples_per_s=thr_wall,
+        throughput_per_card_wallclock_samples_per_s=(
+            thr_wall / ranks if thr_wall is not None else None
+        ),
+        throughput_median_step_samples_per_s=thr,
+        wall_time_s=wc.wall_time_s,
+        wallclock_source=wc.source,
+        iterations=wc.iterations,
+        jitter_cost_s=cost_s,
+        jitter_cost_fraction=cost_s / wc.wall_time_s,
     )
 
 

@@ -15,7 +15,7 @@ import pandas as pd
 
 from xpuperf import steps as st
 from xpuperf.analysis.grid import Grid, by_rows, median_rows
-from xpuperf.analysis.results import BreakdownResult
+from xpuperf.analysis.results import BreakdownResult, StragglerResult
 from xpuperf.errors import InputError
 from xpuperf.findings import Finding, Severity
 
@@ -31,6 +31,7 @@ def decompose(
     comm_threshold: float = 0.10,
     data_threshold: float = 0.05,
     other_threshold: float = 0.10,
+    stragglers: StragglerResult | None = None,
 ) -> tuple[BreakdownResult, list[Finding]]:
     """Split step time into compute / comm / data / other and compute the speedup.
 
@@ -44,6 +45,9 @@ def decompose(
         comm_threshold: XP301 when exposed communication > this share of step time (10 %).
         data_threshold: XP302 when data wait > this share (5 %).
         other_threshold: XP303 when host/other time > this share (10 %).
+        stragglers: the straggler analysis of the same steps, or None. When ranks wait for a
+            straggler (XP101–XP103) for at least half of the exposed communication, XP301 and
+            XP304 say "fix the straggler first", not "communication" (:func:`waiting_share`).
 
     Returns:
         ``(BreakdownResult, findings)``. Fractions are Σ phase / Σ step_time over all rows
@@ -102,10 +106,47 @@ def decompose(
         other_fraction=fr["other_s"],
         per_rank=per_rank,
     )
-    findings += _share_findings(fr, source, comm_threshold, data_threshold, other_threshold)
+    wait = waiting_share(stragglers, fr["comm_s"])
+    findings += _share_findings(fr, source, comm_threshold, data_threshold, other_threshold, wait)
     if baseline is not None:
-        findings += _speedup(df, baseline, t_run, fr, result, speedup_target)
+        findings += _speedup(df, baseline, t_run, fr, result, speedup_target, wait)
     return result, findings
+
+
+def waiting_share(
+    stragglers: StragglerResult | None, comm: float | None
+) -> tuple[float, str] | None:
+    """The share of step time ranks spend waiting for a straggler, when it is most of ``comm``.
+
+    In synchronous data parallelism the ranks that finish first wait inside the collective for
+    the slowest, so their blocked time (``comm_s``) holds that wait: the deterministic
+    stragglers' ``cost_fraction`` (step time saved if they worked at the median pace) plus the
+    healthy ranks' ``sync_cost_fraction`` (slowest healthy work − median work, per step;
+    :mod:`.stragglers`). When a straggler was found (deterministic or random) and that wait is at
+    least half the exposed communication share, the communication is mostly waiting and the
+    straggler is the fix.
+
+    Returns:
+        ``(wait_fraction, who)`` — who: ``"rank 5 (XP101)"``, ``"ranks 5, 9 (XP101)"``,
+        ``"node n03 (XP102)"`` or ``"random stragglers (XP103)"`` — or None.
+    """
+    if stragglers is None or not stragglers.stragglers or comm is None or comm <= 0:
+        return None
+    det_cost = sum(x.cost_fraction for x in stragglers.stragglers if x.kind == "deterministic")
+    wait = min(det_cost + float(stragglers.sync_cost_fraction), comm)
+    if not wait >= 0.5 * comm:
+        return None
+    det = [x for x in stragglers.stragglers if x.kind == "deterministic"]
+    nodes = [x.node for x in det if x.rank is None and x.node]
+    ranks = [x.rank for x in det if x.rank is not None]
+    if nodes:
+        who = "node " + ", ".join(nodes[:3]) + " (XP102)"
+    elif ranks:
+        who = ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(map(str, ranks[:5]))
+        who += " (XP101)"
+    else:
+        who = "random stragglers (XP103)"
+    return wait, who
 
 
 def _check_baseline(baseline: pd.DataFrame) -> None:
@@ -186,6 +227,7 @@ def _speedup(
     fr: dict[str, float | None],
     result: BreakdownResult,
     target: float,
+    wait: tuple[float, str] | None = None,
 ) -> list[Finding]:
     """Fill ``result.speedup`` and the baseline fields; return XP304 / XP305."""
     out: list[Finding] = []
@@ -223,6 +265,12 @@ def _speedup(
             worst = max(noncomp, key=noncomp.__getitem__)
             what = "non-compute time" if result.source == "baseline" else LABELS[worst]
             first = f"fix first: {what}, {noncomp[worst]:.1%} of step time"
+            if worst == "comm_s" and wait is not None:
+                first = (
+                    f"fix the straggler first: {wait[1]} — waiting for it is "
+                    f"{wait[0]:.1%} of step time, most of the {noncomp[worst]:.1%} blocked in "
+                    "collectives"
+                )
         else:
             worst, first = None, "log per-rank phase times (compute_s, comm_s, data_s) to see "
             first += "where the time goes"
@@ -244,12 +292,28 @@ def _speedup(
 
 
 def _share_findings(
-    fr: dict[str, float | None], source: str, comm_t: float, data_t: float, other_t: float
+    fr: dict[str, float | None],
+    source: str,
+    comm_t: float,
+    data_t: float,
+    other_t: float,
+    wait: tuple[float, str] | None = None,
 ) -> list[Finding]:
     """XP301 / XP302 / XP303 when a non-compute share exceeds its threshold."""
     out: list[Finding] = []
     comm, data, other = fr["comm_s"], fr["data_s"], fr["other_s"]
-    if comm is not None and comm > comm_t:
+    if comm is not None and comm > comm_t and wait is not None:
+        share, who = wait
+        msg = (
+            f"communication exposed: {comm:.1%} of step time is spent blocked in collectives "
+            f"(threshold {comm_t:.0%}), but {share:.1%} of step time is waiting for {who}, "
+            f"so {comm - share:.1%} is left for the collectives themselves. Fix the "
+            "straggler first (see its finding for the remedy); tune communication (bucketing, "
+            "ring/tree, NICs) only if the share stays above the threshold after."
+        )
+        data_ = {"value": comm, "threshold": comm_t, "waiting_fraction": share, "waiting_for": who}
+        out.append(Finding("XP301", Severity.WARNING, msg, data_))
+    elif comm is not None and comm > comm_t:
         msg = (
             f"communication exposed: {comm:.1%} of step time is spent blocked in collectives "
             f"(threshold {comm_t:.0%}; includes waiting for slower ranks, see XP1xx). Remedy: "

@@ -177,14 +177,34 @@ class BreakdownResult:
 class Summary:
     """Headline numbers of a run (post-warm-up).
 
+    The headline throughput is the WALL-CLOCK one: samples over the steady wall time, so stalls,
+    spikes and jitter lower it by what they cost; the median-step figure (what a typical step
+    reaches) stands beside it, and the gap between the two is ``jitter_cost_*``.
+
     Attributes:
         ranks, nodes: counts (nodes None if unknown).
-        steps: steady steps analysed (distinct step numbers).
+        steps: steady steps analysed (distinct step numbers = rows of the job series).
         warmup_steps: leading steps excluded.
         step_time_s: ``{"median", "mean", "p90", "p99"}`` of the job step time, seconds.
-        throughput_samples_per_s: job throughput (Σ samples over ranks / job step time, median
-            over steps), None when samples are unknown.
+        throughput_samples_per_s: the median-step figure (median over steps of Σ samples over
+            ranks / job step time), kept under its old name for JSON readers and gates; equal to
+            ``throughput_median_step_samples_per_s``. None when samples are unknown.
         throughput_per_card_samples_per_s: the same divided by the rank count.
+        throughput_wallclock_samples_per_s: headline: Σ samples / ``wall_time_s`` (samples of a
+            row × the iterations it covers; None when samples are unknown).
+        throughput_per_card_wallclock_samples_per_s: the same divided by the rank count.
+        throughput_median_step_samples_per_s: the median-step figure (= the old key above).
+        wall_time_s: steady wall time, seconds: from the end-of-step timestamps of one rank when
+            the logs have them and they are consistent (``wallclock_source == "timestamps"``),
+            else Σ over rows of job step time × iterations the row covers (``"step_times"``).
+            Rows of logs that print every k steps are window means: a row covers k iterations.
+        wallclock_source: ``"timestamps"`` or ``"step_times"``.
+        iterations: iterations the steady rows cover (= ``steps`` when every step is logged).
+        jitter_cost_s: ``wall_time_s`` − iterations × median step time: the seconds lost to
+            spikes, stalls, jitter (and, with timestamps, time between steps), seconds.
+        jitter_cost_fraction: ``jitter_cost_s / wall_time_s`` = 1 − wall-clock / median-step
+            throughput at a constant batch; negative when the typical step is slower than the
+            mean.
     """
 
     ranks: int
@@ -194,6 +214,14 @@ class Summary:
     step_time_s: dict[str, float]
     throughput_samples_per_s: float | None
     throughput_per_card_samples_per_s: float | None
+    throughput_wallclock_samples_per_s: float | None = None
+    throughput_per_card_wallclock_samples_per_s: float | None = None
+    throughput_median_step_samples_per_s: float | None = None
+    wall_time_s: float | None = None
+    wallclock_source: str = "step_times"
+    iterations: int | None = None
+    jitter_cost_s: float | None = None
+    jitter_cost_fraction: float | None = None
 
 
 @dataclass

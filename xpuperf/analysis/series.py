@@ -1,6 +1,8 @@
-"""Job-level per-step series derived from the canonical step table."""
+"""Job-level per-step series derived from the canonical step table, and its wall clock."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -62,3 +64,99 @@ def _job_steps_grid(g: Grid) -> pd.DataFrame:
         out["samples"] = float("nan")
     out["fps"] = out["samples"] / out["step_time_s"]
     return out
+
+
+@dataclass
+class WallClock:
+    """Steady wall time of a run and the samples in it (:func:`wallclock`).
+
+    Attributes:
+        wall_time_s: seconds from the start of the first steady row to the end of the last.
+        iterations: iterations the rows cover (Σ of each row's ``iterations``).
+        samples: Σ samples × iterations over rows (NaN when a row's samples are unknown).
+        source: ``"timestamps"`` (end-of-step timestamps of one rank) or ``"step_times"``.
+        sum_step_times_s: Σ job step time × iterations (the wall time without timestamps), s.
+    """
+
+    wall_time_s: float
+    iterations: int
+    samples: float
+    source: str
+    sum_step_times_s: float
+
+
+def row_iterations(steps: np.ndarray, prev_step: int | None = None) -> np.ndarray:
+    """Iterations each row of a job series covers: the gap to the previous logged step.
+
+    Logs that print every k iterations (Megatron ``--log-interval``, Paddle, MMEngine) give one
+    row per window whose step time is the window's mean per iteration, so a row stands for k
+    iterations. The first row's gap is to ``prev_step`` (the last warm-up row) when given, else
+    the median gap. A gap is clipped to 10 × the median gap (a jump in the step numbering, e.g.
+    two runs in one file, is not a million iterations of one row's pace).
+
+    Args:
+        steps: step numbers, increasing, shape (n,).
+        prev_step: step number of the row before the first, or None.
+
+    Returns:
+        int64 array (n,), every value ≥ 1.
+    """
+    s = np.asarray(steps, dtype=np.int64)
+    if len(s) == 0:
+        return np.zeros(0, dtype=np.int64)
+    gaps = np.diff(s)
+    typical = int(np.median(gaps)) if len(gaps) else 1
+    first = s[0] - prev_step if prev_step is not None and prev_step < s[0] else typical
+    out = np.concatenate([[first], gaps]).astype(np.int64)
+    return np.clip(out, 1, max(10 * typical, 1))
+
+
+def wallclock(
+    steady_job: pd.DataFrame, table: pd.DataFrame, prev_step: int | None = None
+) -> WallClock:
+    """The steady wall time and samples of a run.
+
+    Wall time: Σ over rows of job step time × the row's iterations (:func:`row_iterations`); when
+    the table has ``t_end_s`` for the lowest rank on every steady step, increasing, with a span of
+    at least 100 × the clock's resolution (1 s stamps: 100 s) and no shorter than 0.9 × that sum,
+    the timestamps give it instead (``t_end`` of the last steady row − ``t_end`` of the first + the
+    first row's own duration), so time between steps (evaluation, checkpoints) counts too.
+
+    Args:
+        steady_job: :func:`job_steps` rows after warm-up (``step, step_time_s, samples``).
+        table: the canonical step table (only ``rank, step, t_end_s`` are read).
+        prev_step: the last warm-up step, or None.
+    """
+    steps = steady_job["step"].to_numpy(dtype=np.int64)
+    t = steady_job["step_time_s"].to_numpy(dtype=float)
+    k = row_iterations(steps, prev_step)
+    sam = steady_job["samples"].to_numpy(dtype=float)
+    total = float(np.sum(t * k))
+    out = WallClock(total, int(k.sum()), float(np.sum(sam * k)), "step_times", total)
+    ts = _timestamps(table, steps)
+    if ts is not None:
+        span = float(ts[-1] - ts[0])
+        quantum = 1.0 if np.all(ts == np.round(ts)) else 1e-3
+        wall = span + float(t[0] * k[0])
+        if span >= 100 * quantum and wall >= 0.9 * total:
+            out.wall_time_s, out.source = wall, "timestamps"
+    return out
+
+
+def _timestamps(table: pd.DataFrame, steps: np.ndarray) -> np.ndarray | None:
+    """``t_end_s`` of the lowest rank on exactly ``steps``, increasing; else None.
+
+    ``table`` is sorted by (rank, step), as :func:`xpuperf.steps.validate` returns it.
+    """
+    if "t_end_s" not in table.columns or len(steps) < 2:
+        return None
+    ranks = table["rank"].to_numpy()  # sorted by (rank, step): validate() returns it so
+    lo, hi = np.searchsorted(ranks, [ranks[0], ranks[0] + 1])
+    rows = table.iloc[lo:hi][["step", "t_end_s"]]
+    rows = rows[rows["step"].isin(steps)]
+    if len(rows) != len(steps):
+        return None
+    ts = rows["t_end_s"].to_numpy(dtype=float)
+    if not np.isfinite(ts).all() or np.any(np.diff(ts) <= 0):
+        return None
+    return ts

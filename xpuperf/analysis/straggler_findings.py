@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from xpuperf.analysis.grid import Derived, Grid
+from xpuperf.analysis.pvalue import format_p
 from xpuperf.analysis.results import Straggler
 from xpuperf.findings import Finding, Severity
 
@@ -44,9 +45,8 @@ NODE_REMEDY = "check the node's power, cooling and power profile and what else r
 
 
 def _fmt_p(p: float) -> str:
-    if p < 1e-300:
-        return "p<1e-300"
-    return f"p={p:.0e}" if p < 1e-3 else f"p={p:.3f}"
+    """``p<1e-16`` below the resolution of the test, never ``p=1.000`` (:mod:`.pvalue`)."""
+    return format_p(p)
 
 
 def _ranks(k: int) -> str:

@@ -34,7 +34,10 @@ _VERDICT_STYLE = {
 
 
 def parse_fraction(text: str, option: str) -> float:
-    """``"5%"`` → 0.05, ``"0.05"`` → 0.05.
+    """``"5%"`` → 0.05; ``"0.05"`` → 0.05; a bare number ≥ 1 is a percentage: ``"5"`` → 0.05.
+
+    A limit of 100 % or more (a bare ``5`` read as 500 %) would let any regression pass, so a
+    bare number of 1 or more is read as percent, and :func:`fraction_note` says so.
 
     Raises:
         UsageError: not a non-negative number or percentage.
@@ -44,14 +47,23 @@ def parse_fraction(text: str, option: str) -> float:
         v = float(t[:-1]) / 100 if t.endswith("%") else float(t)
     except ValueError:
         raise UsageError(f"{option} {text!r}: expected a fraction like 0.05 or 5%") from None
-    if not v >= 0:
-        raise UsageError(f"{option} {text!r}: must be ≥ 0")
-    return v
+    if not v >= 0 or v == float("inf"):
+        raise UsageError(f"{option} {text!r}: must be a finite number ≥ 0")
+    return v / 100 if not t.endswith("%") and v >= 1 else v
+
+
+def fraction_note(text: str, option: str) -> str | None:
+    """The line that says how a bare number was read (``5`` → 5 %), or None."""
+    t = text.strip()
+    if t.endswith("%"):
+        return None
+    v = parse_fraction(t, option)
+    return f"{option} {t} read as {v:.4g} = {100 * v:g}% (write {100 * v:g}% to say so)"
 
 
 def render_compare_terminal(result: CompareResult, console: Console) -> None:
     """A rich table of the per-metric changes, the verdict and the caveats."""
-    from xpuperf.report.html import compare_table
+    from xpuperf.report.html import compare_table, compare_verdict
 
     console.print(
         f"[bold]xpuperf compare[/] — base {escape(result.base.source)} vs current "
@@ -69,10 +81,11 @@ def render_compare_terminal(result: CompareResult, console: Console) -> None:
     console.print(tab)
     for n in result.notes:
         console.print(f"note: {escape(n)}", style="dim")
-    regress = [m.label for m in result.regressions()]
-    console.print(
-        "[bold red]regression:[/] " + ", ".join(regress) if regress else "no regression detected"
-    )
+    for f in result.findings:
+        style = "yellow" if f.change == "new" else "green"
+        console.print(f"  [{style}]{escape(f.describe())}[/]")
+    verdict = escape(compare_verdict(result))
+    console.print(f"[bold red]{verdict}[/]" if result.regressions() else verdict)
 
 
 def compare(
@@ -81,8 +94,9 @@ def compare(
     max_regression: Annotated[
         str | None,
         typer.Option(
-            help="Exit 1 if median step time or throughput got worse by more than this "
-            "(e.g. 5%), significantly."
+            help="Exit 1 if wall-clock or median-step throughput, or the median, mean or p99 "
+            "step time got significantly worse by more than this: 5% (a bare 5 is also 5 %; "
+            "0.05 is a fraction)."
         ),
     ] = None,
     alpha: Annotated[float, typer.Option(min=0.0, max=1.0, help="Significance level.")] = 0.01,
@@ -110,6 +124,10 @@ def compare(
 
     limit = parse_fraction(max_regression, "--max-regression") if max_regression else None
     effect = parse_fraction(min_effect, "--min-effect")
+    for text, option in ((max_regression, "--max-regression"), (min_effect, "--min-effect")):
+        note = fraction_note(text, option) if text else None
+        if note:  # even with -q: it says how the limit was read
+            typer.echo(f"xpuperf: {note}", err=True)
     existing = [p for p in (base, current) if Path(p).exists() or glob.has_magic(p)]
     for out in (json_out, md_out, html_out):
         if out and out != "-":

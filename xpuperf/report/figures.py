@@ -296,6 +296,29 @@ def breakdown_figure(result: AnalyzeResult, max_ranks: int = MAX_RANKS) -> dict[
     }
 
 
+def throughput_rows(s: Any) -> list[tuple[str, str]]:
+    """The throughput rows of :func:`summary_rows`: wall-clock (the headline), median step, and
+    the gap between them as the cost of jitter, spikes and stalls (``s``: a ``Summary``)."""
+    wall, med = s.throughput_wallclock_samples_per_s, s.throughput_median_step_samples_per_s
+    src = "timestamps" if s.wallclock_source == "timestamps" else "Σ step times"
+    span = f"{s.wall_time_s:,.1f} s" if s.wall_time_s is not None else "n/a"
+    rows = [("throughput", "unknown (no samples in the logs; use --batch-size)")]
+    if wall is not None:
+        card = s.throughput_per_card_wallclock_samples_per_s
+        text = f"{wall:,.1f} samples/s wall-clock ({card:,.1f} per card; samples / {span} "
+        rows = [("throughput", text + f"steady, from {src})")]
+    if med is not None:
+        card = s.throughput_per_card_samples_per_s
+        text = f"{med:,.1f} samples/s ({card:,.1f} per card; a typical step)"
+        rows.append(("median-step throughput", text))
+    if s.jitter_cost_fraction is not None and s.jitter_cost_s is not None:
+        what = "cost" if s.jitter_cost_s >= 0 else "gain (steps mostly faster than the median)"
+        text = f"{what} {pct(abs(s.jitter_cost_fraction))} of wall time "
+        text += f"({abs(s.jitter_cost_s):,.1f} s of {span}) vs every step at the median"
+        rows.append(("jitter & spikes", text))
+    return rows
+
+
 def summary_rows(result: AnalyzeResult) -> list[tuple[str, str]]:
     """Headline numbers as (label, formatted value) pairs."""
     s, b, j = result.summary, result.breakdown, result.jitter
@@ -303,18 +326,13 @@ def summary_rows(result: AnalyzeResult) -> list[tuple[str, str]]:
     rows = [
         ("ranks", f"{s.ranks}" + (f" on {s.nodes} node(s)" if s.nodes else "")),
         ("steady steps", f"{s.steps} ({s.warmup_steps} warm-up excluded)"),
-        ("step time", f"median {t['median']:.4f} s · p90 {t['p90']:.4f} s · p99 {t['p99']:.4f} s"),
+        (
+            "step time",
+            f"median {t['median']:.4f} s · mean {t['mean']:.4f} s · p90 {t['p90']:.4f} s · "
+            f"p99 {t['p99']:.4f} s",
+        ),
     ]
-    if s.throughput_samples_per_s is not None:
-        rows.append(
-            (
-                "throughput",
-                f"{s.throughput_samples_per_s:,.1f} samples/s "
-                f"({s.throughput_per_card_samples_per_s:,.1f} per card)",
-            )
-        )
-    else:
-        rows.append(("throughput", "unknown (no samples in the logs; use --batch-size)"))
+    rows += throughput_rows(s)
     rows.append(
         ("speedup", "n/a (no --baseline)" if b.speedup is None else f"{b.speedup:.3f} vs one card")
     )

@@ -21,6 +21,7 @@ import jinja2
 from markupsafe import Markup
 
 from xpuperf import __version__
+from xpuperf.analysis.pvalue import format_p
 from xpuperf.analysis.results import AnalyzeResult
 from xpuperf.report.checks_view import counts_line, straggler_verdict
 from xpuperf.report.checks_view import rows as check_rows
@@ -120,7 +121,7 @@ def straggler_table(result: AnalyzeResult) -> dict[str, Any]:
                 ci,
                 num(score.get(x.rank), ".3f") if x.rank is not None else "",
                 pct(x.cost_fraction),
-                "" if x.p_value is None else f"{x.p_value:.2g}",
+                "" if x.p_value is None else format_p(x.p_value),
                 x.slow_phase or "",
             ]
         )
@@ -262,12 +263,79 @@ def compare_table(result: CompareResult) -> dict[str, Any]:
                 _fmt_value(m.current, m.unit, m.kind),
                 _fmt_change(m),
                 ci,
-                "" if m.p_value is None else f"{m.p_value:.2g}",
+                "" if m.p_value is None else format_p(m.p_value, m.p_floor),
                 m.verdict,
             ]
         )
     cols = ["metric", "base", "current", "change", "95% CI", "p-value", "verdict"]
     return {"id": TBL_COMPARE, "columns": cols, "rows": rows}
+
+
+TBL_COMPARE_FINDINGS = "tbl-compare-findings"
+TBL_COMPARE_RANKS = "tbl-compare-ranks"
+TBL_COMPARE_BREAKDOWN = "tbl-compare-breakdown"
+
+
+def compare_findings_table(result: CompareResult) -> dict[str, Any]:
+    """Findings in one run only: change (new / gone), code, subject, cost, message."""
+    rows = [
+        [
+            f.change,
+            f.code,
+            f.subject,
+            "" if f.cost_fraction is None else f"{pct(f.cost_fraction)} {f.cost_of}",
+            f.message,
+        ]
+        for f in result.findings[:MAX_TABLE_ROWS]
+    ]
+    cols = ["change", "code", "subject", "cost", "message"]
+    return {"id": TBL_COMPARE_FINDINGS, "columns": cols, "rows": rows}
+
+
+def compare_ranks_table(result: CompareResult) -> dict[str, Any]:
+    """Per-rank median work base vs current, largest change first (at most MAX_TABLE_ROWS)."""
+
+    def sec(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.4f} s"
+
+    rows = [
+        [
+            str(r["rank"]),
+            "" if r["node"] is None else str(r["node"]),
+            sec(r["base_work_s"]),
+            sec(r["current_work_s"]),
+            "n/a" if r["change"] is None else f"{r['change']:+.1%}",
+            "n/a" if r["current_slowdown"] is None else f"{r['current_slowdown']:+.1%}",
+        ]
+        for r in result.ranks[:MAX_TABLE_ROWS]
+    ]
+    cols = ["rank", "node", "base work", "current work", "change", "current vs median rank"]
+    return {"id": TBL_COMPARE_RANKS, "columns": cols, "rows": rows}
+
+
+def compare_breakdown_table(result: CompareResult) -> dict[str, Any]:
+    """Phase shares and seconds per step, base vs current."""
+
+    def val(f: float | None, s: float | None) -> str:
+        return "n/a" if f is None else pct(f) + ("" if s is None else f" ({s:.4f} s)")
+
+    rows = []
+    for r in result.breakdown:
+        fb, fc = r["base_fraction"], r["current_fraction"]
+        change = "n/a" if fb is None or fc is None else f"{100 * (fc - fb):+.1f} pts"
+        rows.append([r["phase"], val(fb, r["base_s"]), val(fc, r["current_s"]), change])
+    cols = ["phase", "base share (s/step)", "current share (s/step)", "change"]
+    return {"id": TBL_COMPARE_BREAKDOWN, "columns": cols, "rows": rows}
+
+
+def compare_verdict(result: CompareResult) -> str:
+    """``regression: …`` or ``no regression detected``, then the new findings, if any."""
+    regress = [m.label for m in result.regressions()]
+    text = "regression: " + ", ".join(regress) if regress else "no regression detected"
+    new = [f.describe().removeprefix("new ") for f in result.findings if f.change == "new"]
+    if new:
+        text += "; new findings: " + "; ".join(new[:5]) + (" …" if len(new) > 5 else "")
+    return text
 
 
 def compare_figures(result: CompareResult, max_points: int = MAX_POINTS) -> list[dict[str, Any]]:
@@ -325,13 +393,13 @@ def compare_figures(result: CompareResult, max_points: int = MAX_POINTS) -> list
 def build_compare_view(result: CompareResult) -> dict[str, Any]:
     """The view model of a compare report (plain data, like :func:`build_view`)."""
     figs = compare_figures(result)
-    regress = [m.label for m in result.regressions()]
     return _clean(
         {
             "title": "xpuperf compare — base vs current",
-            "verdict": (
-                "regression: " + ", ".join(regress) if regress else "no regression detected"
-            ),
+            "verdict": compare_verdict(result),
+            "findings": compare_findings_table(result),
+            "ranks": compare_ranks_table(result),
+            "breakdown": compare_breakdown_table(result),
             "sides": [[s.label, s.source, s.series_from] for s in (result.base, result.current)],
             "table": compare_table(result),
             "figures": figs,
@@ -339,9 +407,12 @@ def build_compare_view(result: CompareResult) -> dict[str, Any]:
             "caveats": list(result.notes),
             "notes": [],
             "method": (
-                f"Step time and throughput: two-sided Mann–Whitney U over steady steps; a change "
-                f"counts when p < {result.alpha:g} and |change| ≥ {result.min_effect:.1%}. "
-                "Other metrics are single values per run: change shown without a test."
+                "Tested over the steady steps of both runs: medians by two-sided Mann–Whitney U, "
+                "p99 by the exact bootstrap of the quantile, mean step time and wall-clock "
+                "throughput (Σ samples / Σ step time) by the delta method (normal limit of the "
+                f"bootstrap); a change counts when p < {result.alpha:g} and |change| ≥ "
+                f"{result.min_effect:.1%}. Other metrics are single values per run: change "
+                "shown without a test."
             ),
             "sources": [result.base.source, result.current.source],
         }

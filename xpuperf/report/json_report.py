@@ -3,7 +3,13 @@
 Schema ``xpuperf.analyze/1``. Keys CI jobs may rely on (a contract; additions only within /1):
 ``summary.ranks``, ``summary.steps``, ``summary.warmup_steps``,
 ``summary.step_time_s.{median,p99}``,
-``summary.throughput_samples_per_s`` (null when samples are unknown), ``jitter.cv``,
+``summary.throughput_samples_per_s`` (the median-step figure, null when samples are unknown),
+``summary.throughput_wallclock_samples_per_s`` (the headline: samples / steady wall time),
+``summary.throughput_median_step_samples_per_s`` (= ``throughput_samples_per_s``),
+``summary.throughput_per_card_wallclock_samples_per_s``, ``summary.wall_time_s``,
+``summary.wallclock_source`` (timestamps | step_times), ``summary.iterations``,
+``summary.jitter_cost_s`` and ``summary.jitter_cost_fraction`` (wall time − iterations × median
+step time: what spikes, stalls and jitter cost), ``jitter.cv``,
 ``jitter.p99_over_p50``, ``stragglers[]`` (``rank``, ``node``, ``kind``, ``slowdown``,
 ``cost_fraction``), ``breakdown.{compute,comm,data,other}_fraction``, ``breakdown.source``,
 ``breakdown.speedup`` (null without a baseline), ``findings[]`` (``code``, ``severity``,

@@ -123,21 +123,31 @@ def github_annotations(result: AnalyzeResult, limit: int = MAX_ANNOTATIONS) -> l
 
 
 def render_compare_markdown(result: CompareResult) -> str:
-    """A Markdown table of a comparison: metric, base, current, change, p-value, verdict."""
-    from xpuperf.report.html import compare_table
+    """A Markdown summary of a comparison: verdict, metric table, findings in one run only,
+    breakdown and the ranks that changed most (< :data:`MAX_BYTES`)."""
+    from xpuperf.report import html as h
 
-    regress = [m.label for m in result.regressions()]
-    verdict = "**regression**: " + ", ".join(regress) if regress else "no regression detected"
     lines = [
         "## xpuperf compare",
         "",
         f"base: {md_escape(result.base.source)} · current: {md_escape(result.current.source)}",
         "",
-        verdict,
+        md_escape(h.compare_verdict(result)),
         "",
     ]
-    t = compare_table(result)
+    t = h.compare_table(result)
     lines += _table(t["columns"], t["rows"])
+    if result.findings:
+        t = h.compare_findings_table(result)
+        lines += ["", "### Findings in one run only", "", *_table(t["columns"], t["rows"])]
+    if result.breakdown:
+        t = h.compare_breakdown_table(result)
+        lines += ["", "### Breakdown", "", *_table(t["columns"], t["rows"])]
+    if result.ranks:
+        t = h.compare_ranks_table(result)
+        rows = t["rows"][:MAX_STRAGGLERS]
+        lines += ["", "### Ranks that changed most (median work)", ""]
+        lines += _table(t["columns"], rows)
     lines += ["", *[f"*{md_escape(n)}*" for n in result.notes]]
     return _cap(lines)
 

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from xpuperf.report.checks_view import counts_line, rows, straggler_verdict
 from xpuperf.report.common import safe
+from xpuperf.report.figures import throughput_rows
 
 if TYPE_CHECKING:
     from xpuperf.analysis.results import AnalyzeResult
@@ -39,16 +40,12 @@ def render_terminal(result: AnalyzeResult, console: Console) -> None:
     head.add_column()
     t = s.step_time_s
     head.add_row(
-        "step time", f"median {t['median']:.4f} s   p90 {t['p90']:.4f} s   p99 {t['p99']:.4f} s"
+        "step time",
+        f"median {t['median']:.4f} s   mean {t['mean']:.4f} s   p90 {t['p90']:.4f} s   "
+        f"p99 {t['p99']:.4f} s",
     )
-    if s.throughput_samples_per_s is not None:
-        head.add_row(
-            "throughput",
-            f"{s.throughput_samples_per_s:,.1f} samples/s "
-            f"({s.throughput_per_card_samples_per_s:,.1f} per card)",
-        )
-    else:
-        head.add_row("throughput", "unknown (no samples/batch size in the logs; --batch-size N)")
+    for label, text in throughput_rows(s):  # wall-clock headline, median step, jitter cost
+        head.add_row(label, safe(text))
     b = result.breakdown
     if b.speedup is not None:
         head.add_row(
