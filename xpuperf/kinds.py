@@ -116,9 +116,13 @@ def other_kind(path: str | Path, reader: str = ANALYZE) -> str | None:
 
 def pointed(exc: InputError, reader: str) -> InputError:
     """``exc`` with a pointer to the right subcommand when its file is another kind of input
-    (:func:`other_kind`), else ``exc`` unchanged."""
+    (:func:`other_kind`), else ``exc`` unchanged (also when its message already names that
+    subcommand)."""
     if exc.path is None:
         return exc
+    got = kind_of(exc.path)
+    if got is None or got[1] == reader or got[1] in exc.message:
+        return exc  # not another kind, or the message already names the subcommand
     hint = other_kind(exc.path, reader)
     if hint is None:
         return exc
