@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from xpuperf.analysis import periodicity as _per
+from xpuperf.analysis.pvalue import format_p
 from xpuperf.analysis.results import ChangePoint, JitterResult
 from xpuperf.errors import InputError
 from xpuperf.findings import Finding, Severity
@@ -310,7 +311,7 @@ def _findings(
             Severity.WARNING if slower else Severity.INFO,
             f"step time changed at step {c.step}: {c.before_s:.3f} s → {c.after_s:.3f} s "
             f"({c.change:+.1%}, threshold ±{limits['cp']:.0%}, Mann–Whitney "
-            f"p={c.p_value:.1e}): a lasting level shift — {cause}; compare per-node timing "
+            f"{format_p(c.p_value)}): a lasting level shift — {cause}; compare per-node timing "
             f"before and after step {c.step}.",
             step=c.step,
             before_s=c.before_s,
