@@ -134,3 +134,18 @@ def test_horovod_log_with_a_storage_stall_on_every_rank() -> None:
     assert "all 4 ranks at steps 150, 250" in f.message
     assert "≈ 8.0 s of wall time" in f.message
     assert not any(f.code.startswith("XP10") and f.code != "XP105" for f in r.findings)
+
+
+def test_a_host_pause_on_every_rank_is_named_by_the_rest_of_the_step() -> None:
+    # synth plants its periodic spikes in the host/other time (step − compute − comm − data) of
+    # every rank: +0.9 s every 20 steps; the stall must be named a host pause, not data wait.
+    from xpuperf import synth
+
+    t = synth.generate(
+        synth.Scenario(ranks=4, steps=200, noise_cv=0.01, spike_period=20, spike_s=0.9)
+    )
+    r = analyze(t)
+    assert r.stalls.events
+    assert {e.phase for e in r.stalls.events} == {"other_s"}
+    (f,) = [f for f in r.findings if f.code == "XP207"]
+    assert f.message.startswith("job-wide host pause")

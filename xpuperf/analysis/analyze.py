@@ -157,6 +157,12 @@ def _stalls(
     cols = [c for c in ("rank", "step", "step_time_s", *PHASES, "comm_s") if c in table.columns]
     at = table.loc[table["step"].isin(jitter.spike_steps), cols].reset_index(drop=True)
     at["work_s"] = st.work_series(at)[0].to_numpy()
+    if "other_s" not in at.columns and "compute_s" in at.columns:  # the rest of the step
+        rest = at["step_time_s"] - at["compute_s"]
+        for c in ("comm_s", "data_s"):
+            if c in at.columns:
+                rest = rest - at[c].fillna(0.0)
+        at["other_s"] = rest.clip(lower=0.0)
     med = pd.DataFrame(
         {
             "rank": stragglers.per_rank["rank"].to_numpy(),
