@@ -174,7 +174,7 @@ def test_long_and_wide_runs_are_reduced_and_say_so() -> None:
     assert len(heat["data"][0]["y"]) == 38  # ceil(300 / 8) nodes
     bars = next(f for f in view["figures"] if f["id"] == "fig-breakdown")
     assert len(bars["data"][0]["x"]) == 38
-    assert sum("rows are nodes" in n or "bars are nodes" in n for n in view["notes"]) == 2
+    assert sum("rows are nodes" in n or "one bar per node" in n for n in view["notes"]) == 2
     assert len(render_html(wide).encode()) < len(str(plotly_js()).encode()) + 2_000_000
 
 

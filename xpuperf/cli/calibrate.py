@@ -75,12 +75,18 @@ def calibrate(
     ranks: Annotated[
         int | None, typer.Option(min=1, help="Rank count when the output does not say it.")
     ] = None,
+    html_out: Annotated[
+        str | None,
+        typer.Option(
+            "--html", help="Write a self-contained HTML report (busbw vs size per fit) to PATH."
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary.")] = False,
 ) -> None:
     """Fit latency and bus bandwidth to nccl-tests results; flag busbw far below the topology.
     A single size (one row) is compared with the link under it (--topology or --link)."""
     err = err_console()
-    for out in (output, json_out):
+    for out in (output, json_out, html_out):
         if out and out != "-":
             inputs = [*files, *([topology] if topology else [])]  # the topology file too
             check_not_input(out, [p for p in inputs if Path(p).exists()])
@@ -91,19 +97,26 @@ def calibrate(
         )  # fmt: skip
     except InputError as exc:  # a training log or a topology dump: say who reads it
         raise pointed(exc, CALIBRATE) from exc
+    cluster = None
     if topology is not None:
         groups = [*result.fits, *result.measurements]
         nodes = max((g.nodes or 1 for g in groups), default=1)
-        add_topology_findings(result, _cluster(topology, nodes), topology)
+        cluster = _cluster(topology, nodes)
+        add_topology_findings(result, cluster, topology)
     for w in result.warnings:
         err.print("warning: " + safe(w))
     if output:
         write_text_atomic(output, render_calibration_yaml(result, output))
+    if html_out:
+        from xpuperf.report.calibrate_html import render_calibrate_html
+        from xpuperf.report.output import write_output
+
+        write_output(html_out, render_calibrate_html(result, cluster))
     if json_out == "-":
         sys.stdout.write(render_json(result))
     elif json_out:
         write_text_atomic(json_out, render_json(result))
-    if not quiet and json_out != "-":
+    if not quiet and "-" not in (json_out, html_out):
         render_terminal(result, out_console())
         if result.nccl:  # NCCL INFO lines in the inputs; their findings are listed above
             from xpuperf.report.nccl_section import render_nccl

@@ -11,7 +11,8 @@ Size limits keep large runs readable and the file small; every reduction is stat
 - line traces are downsampled to at most :data:`MAX_POINTS` points per trace (min and max of each
   bucket kept, so spikes survive);
 - the heatmap has at most :data:`MAX_HEATMAP_COLS` step columns (mean of each bin);
-- beyond :data:`MAX_RANKS` ranks, the heatmap and the breakdown show nodes (mean of their ranks).
+- beyond :data:`MAX_RANKS` ranks, the heatmap and the breakdown show nodes, each by its worst
+  rank (a mean of eight ranks would hide a straggler).
 
 Strings from logs (node names) appear in figures HTML-escaped (plotly.js interprets a subset of
 HTML in labels); the template escapes everything else.
@@ -32,6 +33,8 @@ from xpuperf.report.plotting import (  # re-exported: other report modules impor
     _label,
     _layout,
     _line,
+    clamped_colors,
+    empty_figure,
     minmax_indices,
     natural_key,
     num,  # noqa: F401
@@ -153,7 +156,15 @@ def fps_figure(result: AnalyzeResult, max_points: int = MAX_POINTS) -> dict[str,
         "title": title,
         "note": note,
         "data": data,
-        "layout": _layout(title, "step", ylab, shapes=shapes, annotations=annotations, height=420),
+        "layout": _layout(
+            title,
+            "step",
+            ylab,
+            shapes=shapes,
+            annotations=annotations,
+            height=420,
+            yaxis={"title": {"text": ylab}, "automargin": True, "rangemode": "tozero"},
+        ),
     }
 
 
@@ -175,31 +186,52 @@ def heatmap_figure(
 ) -> dict[str, Any] | None:
     """Rank × step heatmap of per-rank work relative to the step's median rank (1 = median).
 
-    A deterministic straggler is one hot row. Steady steps only. None when there is one rank.
+    A deterministic straggler is one hot row. Steady steps only. Colours are clamped to
+    1 ± 2 × the straggler threshold (:func:`~xpuperf.report.plotting.clamped_colors`), so a
+    healthy job looks calm. Rows that stand for several ranks (nodes, rank groups) show the
+    worst rank of the row at each step, so a straggler is not averaged away. None for one rank;
+    a figure that says why when a multi-rank run has no per-rank work to draw.
     """
     rs = result.rank_steps
+    threshold = result.stragglers.threshold if result.stragglers else 0.05
+    title = "Per-rank work vs the step's median rank; a straggler is a hot row"
     if rs.empty or rs["rank"].nunique() < 2:
-        return None
+        if result.summary.ranks < 2:
+            return None
+        why = (
+            f"No per-rank step times in the input ({result.summary.ranks} ranks, job-level "
+            "numbers only): pass one log per rank (or a table with a rank column) to see them."
+        )
+        return empty_figure(FIG_HEATMAP, title, why)
     st = rs.loc[~rs["warmup"].astype(bool), ["rank", "step", "work_s"]]
-    if st.empty:
-        return None
+    st = st[np.isfinite(st["work_s"].to_numpy(dtype=float))]
+    if st.empty or st["rank"].nunique() < 2:
+        why = (
+            "No per-rank work in the steady steps (step time or phase columns are empty for "
+            "all ranks but one), so there is nothing to compare."
+        )
+        return empty_figure(FIG_HEATMAP, title, why)
     st = st.assign(rel=st["work_s"] / st.groupby("step")["work_s"].transform("median"))
     notes: list[str] = []
     nodes = _rank_nodes(result)
     n_ranks = st["rank"].nunique()
     if n_ranks > max_ranks and len(nodes):
         st = st.assign(row=st["rank"].map(nodes).fillna("?"))
-        notes.append(f"{n_ranks} ranks > {max_ranks}: rows are nodes (mean of their ranks).")
+        notes.append(f"{n_ranks} ranks > {max_ranks}: rows are nodes (their worst rank).")
         row_label = "node"
     else:
         if n_ranks > max_ranks:
             width = math.ceil(n_ranks / max_ranks)
             st = st.assign(row=(st["rank"] // width) * width)
             st["row"] = st["row"].map(lambda r: f"ranks {r}–{r + width - 1}")
-            notes.append(f"{n_ranks} ranks > {max_ranks}: rows are groups of {width} ranks.")
+            notes.append(
+                f"{n_ranks} ranks > {max_ranks}: rows are groups of {width} ranks (the worst)."
+            )
         else:
             st = st.assign(row=st["rank"])
         row_label = "rank"
+    # a row of several ranks shows its worst rank at each step (a mean would hide a straggler)
+    st = st.groupby(["row", "step"], as_index=False)["rel"].max()
     steps = np.sort(st["step"].unique())
     if len(steps) > max_cols:
         bins = np.array_split(steps, max_cols)
@@ -236,9 +268,7 @@ def heatmap_figure(
                 "x": [int(c) for c in grid.columns],
                 "y": [ptext(s) for s in labels],
                 "z": [[None if not math.isfinite(v) else float(v) for v in row] for row in z],
-                "colorscale": "RdBu",
-                "zmid": 1.0,
-                "colorbar": {"title": {"text": "× median"}},
+                **clamped_colors(threshold),
                 "hovertemplate": "%{y}<br>step %{x}<br>%{z:.3f} × median<extra></extra>",
             }
         ],
@@ -248,7 +278,7 @@ def heatmap_figure(
             row_label,
             height=max(320, min(900, 120 + 14 * len(labels))),
             yaxis={
-                "title": {"text": row_label},
+                "title": {"text": row_label if len(grid) == n_ranks else f"{row_label} (worst)"},
                 "autorange": "reversed",
                 "type": "category",
                 "automargin": True,
@@ -258,22 +288,39 @@ def heatmap_figure(
 
 
 def breakdown_figure(result: AnalyzeResult, max_ranks: int = MAX_RANKS) -> dict[str, Any] | None:
-    """Per-rank stacked bars of median compute, comm, data and other time; None without phases."""
+    """Per-rank stacked bars of median compute, comm, data and other time; None without phases.
+
+    Drawn to scale: each bar is as tall as the rank's median step time; what the logs do not
+    break down (a phase column missing, e.g. a single-card log with data time only) is a grey
+    "not broken down" segment, not left out. Beyond ``max_ranks`` ranks, one bar per node: the
+    node's slowest rank (largest median step time minus comm).
+    """
     pr = result.breakdown.per_rank
     if pr is None or pr.empty:
         return None
     pr = pr.copy()
+    for name in ("step_time_s", *PHASE_COLORS):
+        if name not in pr.columns:
+            pr[name] = np.nan
     note = ""
     if len(pr) > max_ranks and "node" in pr.columns and pr["node"].notna().any():
         n = len(pr)
-        pr = pr.groupby(pr["node"].fillna("?"), sort=True)[list(PHASE_COLORS)].mean()
-        pr = pr.reindex(sorted(pr.index, key=natural_key))
-        labels = [ptext(s) for s in pr.index]
-        note = f"{n} ranks > {max_ranks}: bars are nodes (mean of their ranks)."
-        xlab = "node"
+        work = pr["step_time_s"] - pr["comm_s"].fillna(0.0)
+        pr = pr.loc[work.fillna(-np.inf).groupby(pr["node"].fillna("?")).idxmax()]
+        pr["node"] = pr["node"].fillna("?")
+        pr = pr.iloc[sorted(range(len(pr)), key=lambda i: natural_key(pr["node"].iloc[i]))]
+        labels = [ptext(nd) for nd in pr["node"]]
+        note = f"{n} ranks > {max_ranks}: one bar per node, its slowest rank."
+        xlab = "node (its slowest rank)"
     else:
         labels = [f"r{int(r)}" for r in pr["rank"]]
         xlab = "rank"
+    # other_s is the remainder when the logs give it; where it is unknown, the rest of the step
+    # is drawn as "not broken down" so the bar still reaches the step time
+    known = pr[list(PHASE_COLORS)].fillna(0.0).sum(axis=1)
+    rest = (pr["step_time_s"] - known).clip(lower=0.0).where(pr["other_s"].isna(), 0.0)
+    if float(rest.fillna(0.0).max()) > 0.0:
+        pr["unattributed_s"] = rest.fillna(0.0)
     data = [
         {
             "type": "bar",
@@ -284,8 +331,19 @@ def breakdown_figure(result: AnalyzeResult, max_ranks: int = MAX_RANKS) -> dict[
             "hovertemplate": f"%{{x}}<br>{name.removesuffix('_s')} %{{y:.4f}} s<extra></extra>",
         }
         for name, color in PHASE_COLORS.items()
-        if name in pr.columns
+        if pr[name].notna().any()
     ]
+    if "unattributed_s" in pr.columns:
+        data.append(
+            {
+                "type": "bar",
+                "name": "not broken down in the logs",
+                "x": labels,
+                "y": [round(float(v), 6) for v in pr["unattributed_s"]],
+                "marker": {"color": "#e8e8e8", "pattern": {"shape": "/", "fgcolor": "#9d9d9d"}},
+                "hovertemplate": "%{x}<br>not in the logs' phases %{y:.4f} s<extra></extra>",
+            }
+        )
     title = "Per-rank step breakdown (median seconds per step)"
     return {
         "id": FIG_BREAKDOWN,

@@ -110,3 +110,50 @@ def natural_key(s: object) -> tuple[tuple[int, int | str], ...]:
         for part in re.split(r"(\d+)", str(s))
         if part
     )
+
+
+def empty_figure(fid: str, title: str, why: str, height: int = 220) -> dict[str, Any]:
+    """A figure with no data that says in its middle why there is nothing to draw (instead of
+    blank axes): ``{id, title, note, data: [], layout}``; ``why`` is also the ``note``."""
+    lay = _layout(title, "", "", height=height)
+    lay["xaxis"] = {"visible": False}
+    lay["yaxis"] = {"visible": False}
+    lay["annotations"] = [
+        _label(ptext(why), x=0.5, y=0.5, xref="paper", yref="paper", xanchor="center")
+        | {"font": {"size": 13, "color": "#59636e"}}
+    ]
+    return {"id": fid, "title": title, "note": why, "data": [], "layout": lay}
+
+
+CALM_SCALE = [
+    [0.0, "#2166ac"],
+    [0.25, "#92c5de"],
+    [0.4, "#f7f7f7"],
+    [0.6, "#f7f7f7"],
+    [0.75, "#f4a582"],
+    [1.0, "#b2182b"],
+]
+"""Diverging colours for a value around 1 on [1 − 2t, 1 + 2t]: white within ±0.4 t (noise),
+light at the threshold t, full colour at 2 t and beyond (see :func:`clamped_colors`)."""
+
+
+def clamped_colors(threshold: float, title: str = "× median") -> dict[str, Any]:
+    """Heatmap colour settings clamped to 1 ± 2·``threshold``: a healthy job (ranks within a
+    percent or two of the median) stays pale; a rank at the straggler threshold is light red; one
+    at twice the threshold or more is full red. Values outside are drawn at the end colours and
+    the colour bar says so (``≤``/``≥`` ticks)."""
+    t = max(float(threshold), 1e-3)
+    lo, hi = 1.0 - 2 * t, 1.0 + 2 * t
+    ticks = [lo, 1.0 - t, 1.0, 1.0 + t, hi]
+    text = [f"≤{lo:.3g}", f"{1 - t:.3g}", "1 (median)", f"{1 + t:.3g} (threshold)", f"≥{hi:.3g}"]
+    return {
+        "colorscale": CALM_SCALE,
+        "zmin": lo,
+        "zmax": hi,
+        "zauto": False,
+        "colorbar": {
+            "title": {"text": f"{title}<br>(clamped ±{2 * t:.0%})"},
+            "tickvals": ticks,
+            "ticktext": text,
+        },
+    }
