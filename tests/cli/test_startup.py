@@ -133,6 +133,9 @@ def test_ctrl_c_at_start_up_exits_130_without_traceback(delay_s: float) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # a shell's background job starts with SIGINT ignored, and Python keeps that: reset it,
+        # as a terminal's foreground process has it
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     time.sleep(delay_s)
     p.send_signal(signal.SIGINT)
