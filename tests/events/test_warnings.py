@@ -153,6 +153,77 @@ def test_few_workers():
     assert "num_workers=7" in f.message
 
 
+LV = DATA / "events_lightning_versions"
+
+
+def test_lightning_2x_spawn_start_method_names_the_loaders():
+    # Lightning >= 2.1 wording (lines 6-7): two loaders, spawn start method, not persistent;
+    # the pin_memory + persistent_workers combination warning on line 8 is not this warning.
+    r = scan_events([LV / "lightning22_spawn.log"])
+    f = _finding(r, "XP703")
+    assert f.data["kinds"] == ["spawn_method_not_persistent"]
+    assert f.data["loaders"] == ["train_dataloader", "val_dataloader"]
+    assert "'train_dataloader', 'val_dataloader' start their DataLoader workers" in f.message
+    assert "lightning22_spawn.log:6" in f.message
+    (ev,) = [e for e in r.events if e.kind == "spawn_method_not_persistent"]
+    assert ev.count == 2
+    assert "XP704" not in _codes(r)
+
+
+def test_lightning_2x_qa_log_fires_spawn_and_few_workers():
+    # QA's f1 in the same wording: 'train_dataloader' spawn warning and a 2.x few-workers line
+    r = scan_events([LV / "lightning22_spawn.log", LV / "lightning23_fewworkers.log"])
+    assert _codes(r) == ["XP703", "XP704"]
+    f = _finding(r, "XP704")
+    assert f.data["loaders"] == ["test_dataloader"]
+    assert "num_workers=11" in f.message
+
+
+@pytest.mark.parametrize(
+    ("name", "loader", "rule"),
+    [
+        # Lightning >= 2.1: `elif dataloader.num_workers < 2` (data_connector.py, 2.1.0-2.6)
+        ("lightning23_fewworkers.log", "test_dataloader", "num_workers < 2 (Lightning >= 2.1)"),
+        # 0.9-2.0: `num_workers <= 2 < num_cpus` (data_loading.py, later data_connector.py)
+        (
+            "pl14_fewworkers.log",
+            "train dataloader",
+            "num_workers <= 2 on a machine with more than 2 CPUs (Lightning <= 2.0)",
+        ),
+        # 0.7: `num_workers <= 2` and no "(try N …)"
+        (
+            "pl07_fewworkers.log",
+            "val dataloader 0",
+            "num_workers <= 2 on a machine with more than 2 CPUs (Lightning <= 2.0)",
+        ),
+    ],
+)
+def test_few_workers_threshold_follows_the_lightning_version(name, loader, rule):
+    r = scan_events([LV / name])
+    f = _finding(r, "XP704")
+    assert f.data["loaders"] == [loader]
+    assert f"threshold: Lightning's own, {rule})" in f.message
+
+
+def test_few_workers_1x_suggests_the_cpu_count():
+    # "(try 24 which is the number of cpus on this machine)"
+    f = _finding(scan_events([LV / "pl14_fewworkers.log"]), "XP704")
+    assert f.data["cpus"] == 24
+    assert "up to 24 (CPUs on the machine) / ranks per node" in f.message
+
+
+def test_lightning_1x_spawn_wordings():
+    # 0.8-1.2 "Dataloader(num_workers>0) and ddp_spawn do not mix well!" -> XP703
+    r = scan_events([LV / "pl11_spawn.log"])
+    assert _codes(r) == ["XP703"]
+    assert "re-created at every epoch with ddp_spawn (" in r.findings[0].message
+    assert "pl11_spawn.log:3)" in r.findings[0].message
+    # 0.8-1.2 "You are using `distributed_backend=ddp_spawn` with num_workers=0" -> XP704
+    r = scan_events([LV / "pl09_spawn_zero.log"])
+    f = _finding(r, "XP704")
+    assert "threshold: Lightning's own, num_workers=0 with ddp_spawn)" in f.message
+
+
 def test_worker_killed_by_bus_error():
     # a tqdm bar glued in front of the first line; both lines count
     r = scan_events([DATA / "events_worker_crash/stderr.txt"])
@@ -238,8 +309,15 @@ def test_nccl_timeout_torch1x_names_silent_ranks():
     f = _finding(r, "XP708")
     assert f.data["ranks"] == [1, 2]
     assert f.data["timeout_ms"] == 1800000
-    assert "Ranks 0, 3 of the step table printed no timeout" in f.message
+    assert "Ranks 0, 3 of the step table printed no timeout: look at their logs" in f.message
     assert "same collective" in f.message
+
+
+def test_nccl_timeout_one_silent_rank_is_singular():
+    # ranks 1 and 2 time out; a 3-rank step table leaves rank 0 alone
+    t = _table(3, np.arange(1, 5), np.full(4, 1.0))
+    f = _finding(scan_events([DATA / "events_nccl_timeout/torch1x_two_ranks.log"], t), "XP708")
+    assert "Rank 0 of the step table printed no timeout: look at its log first" in f.message
 
 
 # --- threads --------------------------------------------------------------------------------

@@ -44,6 +44,19 @@ def _check(name: str, title: str, found: list[Finding], clean: str, not_checked:
     return Check(name, title, CheckStatus.CLEAN, clean)
 
 
+def _few_rule(facts: Facts, kinds: list[str]) -> str:
+    """Lightning's threshold for the few-workers warnings seen, by the wording's version (the
+    version ranges are in :mod:`xpuperf.events.patterns`)."""
+    rules = []
+    if "<= 2" in facts.few_workers_forms:
+        rules.append("num_workers <= 2 on a machine with more than 2 CPUs (Lightning <= 2.0)")
+    if "< 2" in facts.few_workers_forms:
+        rules.append("num_workers < 2 (Lightning >= 2.1)")
+    if "spawn_no_workers" in kinds:
+        rules.append("num_workers=0 with ddp_spawn")
+    return "; ".join(rules)
+
+
 def ddp(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Check]:
     """XP701 find_unused_parameters=True with nothing unused; XP702 unused parameters error."""
     out: list[Finding] = []
@@ -107,17 +120,36 @@ def workers(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Ch
         if stall is not None
         else "stall not measured (needs every step and the epoch length in the log)"
     )
-    spawn = [k for k in ("spawn_not_persistent", "spawn_do_not_mix") if k in ev]
+    spawn = [
+        k
+        for k in ("spawn_not_persistent", "spawn_do_not_mix", "spawn_method_not_persistent")
+        if k in ev
+    ]
     if spawn:
+        if spawn == ["spawn_method_not_persistent"]:  # Lightning >= 2.1 names the loader
+            loaders = sorted(facts.spawn_loaders)
+            what = (
+                f"{', '.join(repr(n) for n in loaders)} "
+                f"{'starts its' if len(loaders) == 1 else 'start their'} DataLoader workers with "
+                "the spawn start method (strategy='ddp_spawn' or multiprocessing_context="
+                "'spawn') and persistent_workers=False, so the workers are re-created at every "
+                "epoch"
+            )
+        else:
+            what = "DataLoader workers are re-created at every epoch with ddp_spawn"
         out.append(
             Finding(
                 "XP703",
                 Severity.WARNING,
-                f"Lightning warned that DataLoader workers are re-created at every epoch with "
-                f"ddp_spawn ({_where(facts, spawn[0])}); threshold: any. Each epoch starts with "
-                f"an inter-epoch stall while workers start and re-load the dataset; {measured}. "
-                "Set persistent_workers=True in the DataLoader, or use strategy='ddp'.",
-                {"kinds": spawn, "stall_s": stall.stall_s if stall else None},
+                f"Lightning warned that {what} ({_where(facts, spawn[0])}); threshold: any. "
+                "Each epoch starts with an inter-epoch stall while workers start and re-load "
+                f"the dataset; {measured}. Set persistent_workers=True in the DataLoader, or "
+                "use strategy='ddp'.",
+                {
+                    "kinds": spawn,
+                    "loaders": sorted(facts.spawn_loaders),
+                    "stall_s": stall.stall_s if stall else None,
+                },
             )
         )
     few = [k for k in ("few_workers", "spawn_no_workers") if k in ev]
@@ -135,10 +167,14 @@ def workers(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Ch
                 "XP704",
                 Severity.WARNING,
                 f"Lightning warned that {names} has too few DataLoader workers "
-                f"({_where(facts, few[0])}; threshold: its own, num_workers <= 2): data loading "
-                f"may bottleneck the step. Raise num_workers{' (' + hint + ')' if hint else ''} "
-                "and check data_s in the step breakdown.",
-                {"loaders": sorted(facts.few_workers_loaders), "cpus": facts.cpus},
+                f"({_where(facts, few[0])}; threshold: Lightning's own, {_few_rule(facts, few)})"
+                ": data loading may bottleneck the step. Raise num_workers"
+                f"{' (' + hint + ')' if hint else ''} and check data_s in the step breakdown.",
+                {
+                    "loaders": sorted(facts.few_workers_loaders),
+                    "cpus": facts.cpus,
+                    "rules": sorted(facts.few_workers_forms),
+                },
             )
         )
     if stall is not None and stall.fraction > STALL_FRACTION and not spawn:

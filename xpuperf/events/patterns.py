@@ -20,6 +20,7 @@ MARKERS: tuple[bytes, ...] = (
     b"did not receive grad",
     b"Expected to have finished reduction",
     b"ddp_spawn",
+    b"persistent_workers=True` in",
     b"does not have many workers",
     b"overflow",
     b"OVERFLOW",
@@ -73,12 +74,38 @@ DDP_UNUSED_ERROR = re.compile(r"Expected to have finished reduction in the prior
 # torch >= 1.9 appends the parameter indices (and names with TORCH_DISTRIBUTED_DEBUG=INFO).
 DDP_UNUSED_INDICES = re.compile(r"Parameter indices which did not receive grad for rank (\d+):")
 
-# --- Lightning (trainer/connectors/data_connector.py, 1.4 'accelerator=' … 2.x 'strategy=') --
+# --- Lightning (pytorch_lightning/trainer/data_loading.py 0.7-1.5, then trainer/connectors/
+# data_connector.py; read at every release tag) -----------------------------------------------
+# ddp_spawn with workers, not persistent: 1.3-2.0 "num_workers>0, persistent_workers=False, and
+# accelerator=ddp_spawn" (1.5+: strategy=); 0.8-1.2 "Dataloader(num_workers>0) and ddp_spawn do
+# not mix well!", 1.3-1.5 on torch < 1.7 "num_workers>0 and accelerator=ddp_spawn do not mix well".
+# 2.1+: any spawn start method (ddp_spawn, multiprocessing_context="spawn", macOS/Windows default)
+# with num_workers > 0 and persistent_workers=False: "Consider setting `persistent_workers=True`
+# in 'train_dataloader' to speed up the dataloader worker initialization."
 SPAWN_NOT_PERSISTENT = re.compile(
     r"num_workers>0, persistent_workers=False, and (?:strategy|accelerator)=ddp_spawn"
 )
-SPAWN_DO_NOT_MIX = re.compile(r"num_workers>0 and (?:strategy|accelerator)=ddp_spawn do not mix")
-SPAWN_NO_WORKERS = re.compile(r"(?:strategy|accelerator)=ddp_spawn and num_workers=0 may result")
+SPAWN_DO_NOT_MIX = re.compile(
+    r"num_workers>0 and (?:strategy|accelerator)=ddp_spawn do not mix|"
+    r"Dataloader\(num_workers>0\) and ddp_spawn do not mix"
+)
+SPAWN_METHOD_NOT_PERSISTENT = re.compile(
+    r"Consider setting `persistent_workers=True` in '(?P<name>[^']+)' to speed up the "
+    r"dataloader worker initialization"
+)
+# ddp_spawn with num_workers=0: 1.3-2.0 "accelerator=ddp_spawn and num_workers=0 may result"
+# (1.5+: strategy=); 0.8-1.2 "You are using `distributed_backend=ddp_spawn` with num_workers=0"
+# (1.1+: accelerator=).
+SPAWN_NO_WORKERS = re.compile(
+    r"(?:strategy|accelerator)=ddp_spawn and num_workers=0 may result|"
+    r"You are using `(?:distributed_backend|accelerator)=ddp_spawn` with num_workers=0"
+)
+# Too few workers. Lightning <= 2.0 (0.7-2.0): "The dataloader, train_dataloader, does not have
+# many workers which may be a bottleneck." when num_workers <= 2 (0.9-2.0: and the machine has
+# more than 2 CPUs; "(try N which is the number of cpus on this machine)" from 0.8). Lightning
+# >= 2.1: "The 'train_dataloader' does not have many workers …  to `num_workers=N`" when
+# num_workers < 2 (2.2+: and N > 1; N = CPUs / devices - 1). Not printed with spawn (a spawn
+# warning is printed instead).
 FEW_WORKERS = re.compile(
     r"The (?:dataloader, (?P<a>[^,]+),|'(?P<b>[^']+)') does not have many workers which may be "
     r"a bottleneck"

@@ -41,9 +41,11 @@ def nccl(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Check
             world = {int(r) for r in table["rank"].unique()}
             silent = world - ranks
             if silent and len(world) > 1:
+                one = len(silent) == 1
                 missing = (
-                    f" Ranks {_ranks(silent)} of the step table printed no timeout: look at "
-                    "their logs first (died or stuck before the collective)."
+                    f" {'Rank' if one else 'Ranks'} {_ranks(silent)} of the step table printed "
+                    f"no timeout: look at {'its log' if one else 'their logs'} first (died or "
+                    "stuck before the collective)."
                 )
         if len(groups) > 1:
             cause = (

@@ -79,6 +79,8 @@ class Facts:
     unused_params: dict[int, int] = field(default_factory=dict)  # rank -> indices listed
     # DataLoader
     few_workers_loaders: set[str] = field(default_factory=set)
+    few_workers_forms: set[str] = field(default_factory=set)  # "<= 2" (Lightning <= 2.0), "< 2"
+    spawn_loaders: set[str] = field(default_factory=set)  # named by the Lightning >= 2.1 warning
     suggested_workers: int | None = None
     worker_pids: set[str] = field(default_factory=set)
     worker_signals: set[str] = field(default_factory=set)
@@ -290,11 +292,17 @@ def _line(seg: str, name: str, no: int, facts: Facts) -> None:
         ):
             if rx.search(seg):
                 add(kind, name, no, seg, rank)
+    if "persistent_workers=True` in" in seg:
+        m = pat.SPAWN_METHOD_NOT_PERSISTENT.search(seg)
+        if m:
+            add("spawn_method_not_persistent", name, no, seg, rank)
+            facts.spawn_loaders.add(m.group("name").strip())
     if "does not have many workers" in seg:
         m = pat.FEW_WORKERS.search(seg)
         if m:
             add("few_workers", name, no, seg, rank)
             facts.few_workers_loaders.add((m.group("a") or m.group("b")).strip())
+            facts.few_workers_forms.add("<= 2" if m.group("a") else "< 2")
             c = pat.FEW_WORKERS_CPUS.search(seg)
             if c:
                 facts.cpus = int(c.group(1))
