@@ -124,6 +124,44 @@ CODES: dict[str, str] = {
 }
 
 
+CHECK_OF_CODE: dict[str, str] = {
+    **dict.fromkeys(("XP101", "XP102", "XP103", "XP104"), "steps.stragglers"),
+    **dict.fromkeys(("XP201", "XP202", "XP206"), "steps.jitter"),
+    **dict.fromkeys(("XP203", "XP204", "XP205"), "steps.spikes"),
+    "XP207": "steps.sync_stalls",
+    "XP301": "steps.comm_exposed",
+    "XP302": "steps.data_wait",
+    "XP303": "steps.host_overhead",
+    **dict.fromkeys(("XP304", "XP305"), "steps.speedup"),
+    "XP310": "scaling.efficiency",
+    "XP311": "scaling.intra_node",
+    "XP312": "scaling.inter_node",
+    "XP313": "scaling.oversubscription",
+    "XP314": "scaling.reported",
+    "XP315": "scaling.batch",
+    "XP316": "scaling.superlinear",
+    **dict.fromkeys(("XP401", "XP402", "XP403"), "steps.completeness"),
+    **dict.fromkeys(("XP651", "XP652", "XP660"), "nccl.network"),
+    "XP653": "nccl.gdr",
+    "XP654": "nccl.p2p",
+    "XP655": "nccl.nic_affinity",
+    "XP656": "nccl.ring_crossings",
+    **dict.fromkeys(("XP657", "XP666"), "nccl.ring_construction"),
+    "XP658": "nccl.uniform",
+    **dict.fromkeys(("XP661", "XP662", "XP663", "XP664", "XP665"), "nccl.warn"),
+    **dict.fromkeys(("XP701", "XP702"), "events.ddp_unused_parameters"),
+    **dict.fromkeys(("XP703", "XP704", "XP712"), "events.dataloader_workers"),
+    **dict.fromkeys(("XP705", "XP706", "XP707"), "events.loss_scale_overflow"),
+    "XP708": "events.nccl_timeout",
+    **dict.fromkeys(("XP709", "XP710"), "events.omp_threads"),
+    "XP711": "events.dataloader_worker_crash",
+}
+"""The check whose verdict a finding code belongs to (``--fail-on code=XPnnn`` is refused when
+that check, or its area — ``steps``, ``nccl``, ``framework`` — was not checked)."""
+CHECK_AREA = {"steps": "steps", "nccl": "nccl", "events": "framework", "scaling": "scaling"}
+"""Check-name prefix → the name of the one ``not_checked`` line an absent evidence kind gets."""
+
+
 class CheckStatus(str, Enum):
     """Outcome of one check: ``problem`` (it produced a finding above info), ``clean`` (its
     evidence was in the input and nothing was wrong), ``not_checked`` (no evidence)."""

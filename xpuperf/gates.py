@@ -20,7 +20,10 @@ Meaning, for the analyze document (``xpuperf.analyze/1``):
   lost to spikes, stalls and jitter);
 - ``severity OP level`` compares the most severe finding with ``level`` (``severity>=warning``:
   any finding at warning or above);
-- ``code=XP101`` holds when a finding with that code is present, ``code!=XP101`` when absent.
+- ``code=XP101`` holds when a finding with that code is present, ``code!=XP101`` when absent —
+  decided only when the check behind the code had its evidence (``checks[]``: a
+  ``not_checked`` check, or its area's line, makes the gate a usage error); the same for
+  ``stragglers`` when the straggler check was not checked.
 
 A gate *fails* when its comparison is true (the expression states the bad case). A field that is
 null (e.g. ``speedup`` without ``--baseline``) or absent is a usage error, never a silent pass.
@@ -35,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xpuperf.errors import GateFailedError, UsageError
+from xpuperf.findings import CHECK_AREA, CHECK_OF_CODE
 
 GRAMMAR = (
     "FIELD OP VALUE, e.g. speedup<0.9, jitter.cv>0.05, stragglers>0, severity>=warning, "
@@ -204,9 +208,12 @@ def evaluate_gate(
     if gate.field == "code":
         codes = sorted({str(f.get("code")) for f in findings})
         present = gate.value in codes
+        if not present:
+            _refuse_unchecked(gate, doc, CHECK_OF_CODE.get(str(gate.value)))
         failed = present if gate.op in ("=", "==") else not present
         return GateResult(gate, "present" if present else "absent", failed)
     path = aliases.get(gate.field, gate.field)
+    _refuse_unchecked(gate, doc, _FIELD_CHECK.get(path.split(".")[0]))
     actual = _lookup(doc, path)
     if actual is None:
         raise _null_error(gate, path)
@@ -218,6 +225,24 @@ def evaluate_gate(
     if isinstance(actual, float) and not math.isfinite(actual):
         raise _null_error(gate, path)
     return GateResult(gate, actual, bool(_OPS[gate.op](actual, gate.value)))
+
+
+_FIELD_CHECK = {"stragglers": "steps.stragglers", "straggler_analysis": "steps.stragglers"}
+"""Top-level fields whose value is only a verdict when the check named here had evidence."""
+
+
+def _refuse_unchecked(gate: Gate, doc: Mapping[str, Any], check: str | None) -> None:
+    """A usage error when ``check`` (or the one line standing for its area) was not checked:
+    "no finding" or "no straggler" without evidence must not pass a gate."""
+    if check is None:
+        return
+    area = CHECK_AREA.get(check.split(".")[0])
+    for c in doc.get("checks") or []:
+        if c.get("name") in (check, area) and c.get("status") == "not_checked":
+            raise UsageError(
+                f"--fail-on {gate.text!r} cannot be decided: {c.get('title')} was not checked — "
+                f"{c.get('evidence')}"
+            )
 
 
 def evaluate(

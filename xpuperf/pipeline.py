@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xpuperf.analysis import analyze
-from xpuperf.analysis.checks import not_checked_sources
+from xpuperf.analysis.checks import not_checked_sources, not_checked_steps
 from xpuperf.analysis.results import AnalyzeResult
 from xpuperf.errors import InputError
 from xpuperf.events import EventReport, scan_events
+from xpuperf.findings import Check, Finding
 from xpuperf.kinds import ANALYZE, WHAT_ANALYZE_READS, other_kind
 from xpuperf.readers import read_logs
 
@@ -32,9 +34,11 @@ def analyze_logs(
     warmup: int | None = None,
     straggler_threshold: float = 0.05,
     world_size: int | None = None,
+    extra_text: Sequence[str | os.PathLike] = (),
 ) -> AnalyzeResult:
     """Read per-rank logs (and an optional single-card baseline) and analyse them; the run's
-    text logs are also scanned for framework warnings (:mod:`xpuperf.events`).
+    text logs, and ``extra_text`` (the job's stdout/stderr without step records), are also
+    scanned for framework warnings (:mod:`xpuperf.events`).
 
     Args:
         paths: files, directories or glob patterns (see :func:`xpuperf.readers.read_logs`).
@@ -61,7 +65,8 @@ def analyze_logs(
         sources=run.sources,
         read_warnings=[*run.warnings, *base_warnings],
     )
-    add_events(result, scan_events([Path(p) for p in run.sources], run.table))
+    texts = [Path(p) for p in (*run.sources, *extra_text)]
+    add_events(result, scan_events(list(dict.fromkeys(texts)), run.table))
     return result
 
 
@@ -99,23 +104,48 @@ def read_baseline(
     return base.table, [f"baseline: {w}" for w in base.warnings]
 
 
+@dataclass
+class NoSteps:
+    """What inputs without step records say: NCCL debug logs and the job's stdout/stderr.
+
+    Attributes:
+        sources: the files.
+        nccl: their NCCL report (``calibrate.nccllog_checks.NcclReport``), or None.
+        events: framework warnings found in them (:class:`xpuperf.events.EventReport`), or None.
+        notes: reader notes (one line each).
+        findings: NCCL and framework findings, most severe first.
+        checks: the NCCL and framework checks, and the step-log checks as ``not_checked``
+            (no step records: what to pass instead).
+    """
+
+    sources: list[str]
+    nccl: object | None
+    events: EventReport | None
+    notes: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+
+
 def analyze_inputs(
     paths: Sequence[str | os.PathLike], **options: object
-) -> tuple[AnalyzeResult | None, object | None]:
-    """Like :func:`analyze_logs`, but NCCL_DEBUG=INFO logs among ``paths`` are welcome.
+) -> tuple[AnalyzeResult | None, NoSteps | None]:
+    """Like :func:`analyze_logs`, but NCCL debug logs and the job's stdout/stderr are welcome.
 
-    Files holding ``NCCL INFO`` lines are parsed as one job's NCCL log and diagnosed
-    (:func:`xpuperf.calibrate.nccllog_checks.diagnose`, findings XP650–XP659). A file named on
-    the command line that has NCCL lines but no step records is left out of the step analysis
-    (with a warning) instead of failing it. ``options`` are those of :func:`analyze_logs`.
+    Files holding ``NCCL INFO``/``WARN`` lines are parsed as one job's NCCL log and diagnosed
+    (:func:`xpuperf.calibrate.nccllog_checks.diagnose`, XP650–XP666). A text file named on the
+    command line that holds no step records but NCCL lines or framework warnings
+    (:mod:`xpuperf.events`, XP7xx) is left out of the step analysis, with a note, instead of
+    failing it, and is scanned for framework warnings. ``options`` are those of
+    :func:`analyze_logs`.
 
     Returns:
-        (result, nccl): ``result`` is None when only NCCL logs were given; ``nccl`` (an
-        ``NcclReport``) is None when no input has NCCL lines. When both exist the NCCL findings
-        are merged into ``result.findings`` and the report is ``result.nccl``.
+        (result, nosteps): ``result`` is None when no input holds step records, and ``nosteps``
+        then reports what the other inputs say; with step records ``nosteps`` is None and the
+        NCCL report is ``result.nccl`` (its findings and checks merged into the result's).
 
     Raises:
-        InputError: as :func:`analyze_logs` for the step logs; an unreadable NCCL log.
+        InputError: as :func:`analyze_logs` for the step logs (a file that is neither a step log
+            nor NCCL/framework output keeps its error); an unreadable NCCL log.
     """
     from xpuperf.calibrate.nccllog import has_nccl_lines
     from xpuperf.calibrate.nccllog_checks import diagnose
@@ -128,34 +158,71 @@ def analyze_inputs(
     except InputError:
         found = []  # read_logs below raises the same error with its own wording
     nccl_files = [p for p in found if p.suffix.lower() != ".parquet" and has_nccl_lines(p)]
-    if not nccl_files:
-        result = analyze_logs(paths, **options)  # type: ignore[arg-type]
-        result.checks += not_checked_sources(has_nccl=False)
-        return result, None
-    report = diagnose(nccl_files)
+    report = diagnose(nccl_files) if nccl_files else None
     nccl_set = {p.resolve() for p in nccl_files}
-    step_paths = list(paths)
-    notes: list[str] = list(report.log.warnings)
-    while True:
+    step_paths, aux = list(paths), []
+    notes: list[str] = list(report.log.warnings) if report else []
+    result = None
+    while step_paths:
         try:
-            result = analyze_logs(step_paths, **options)  # type: ignore[arg-type]
+            result = analyze_logs(step_paths, extra_text=aux, **options)  # type: ignore[arg-type]
             break
         except InputError as exc:
             bad = Path(exc.path).resolve() if exc.path else None
             drop = [p for p in step_paths if bad is not None and Path(p).resolve() == bad]
-            if not drop or bad not in nccl_set:
-                if exc.path is None and {p.resolve() for p in found} <= nccl_set:
-                    return None, report
+            if not drop or not (bad in nccl_set or _job_output(bad)):
+                if exc.path is None and found and {p.resolve() for p in found} <= nccl_set:
+                    break  # a folder of NCCL logs only
                 raise
             step_paths = [p for p in step_paths if p not in drop]
+            aux.append(bad)
+            kind = "NCCL debug log" if bad in nccl_set else "job output"
             why = "" if exc.message.startswith("cannot tell the format") else f" ({exc.message})"
             notes.append(
-                f"{exc.path}: NCCL debug log without step records{why[:160]}; it is reported in "
-                "the NCCL section only"
+                f"{exc.path}: {kind} without step records{why[:160]}; read for NCCL lines and "
+                "framework warnings only"
             )
-            if not step_paths:
-                return None, report
-    world = report.log.world
+    if result is None:
+        return None, _no_steps(aux or found, report, notes)
+    _merge_nccl(result, report, notes, nccl_files)
+    return result, None
+
+
+def _job_output(path: Path) -> bool:
+    """A text file (not a table) in which :mod:`xpuperf.events` finds a framework warning."""
+    if path.suffix.lower() in (".csv", ".tsv", ".parquet", ".pq", ".json", ".jsonl"):
+        return False
+    return bool(scan_events([path]).events)
+
+
+def _no_steps(files: list[Path], report: object | None, notes: list[str]) -> NoSteps:
+    events = scan_events(list(files))
+    ev = events if events.files_scanned else None
+    findings = [*(report.findings if report else []), *(ev.findings if ev else [])]  # type: ignore[attr-defined]
+    checks = [
+        *not_checked_steps(),
+        *(report.checks if report else not_checked_sources(has_nccl=False)[:1]),  # type: ignore[attr-defined]
+        *(ev.checks if ev else not_checked_sources(True, has_text=False)[:1]),
+    ]
+    return NoSteps(
+        sources=[str(p) for p in files],
+        nccl=report,
+        events=ev,
+        notes=[*notes, *events.warnings],
+        findings=sorted(findings, key=lambda f: -f.severity.rank),
+        checks=checks,
+    )
+
+
+def _merge_nccl(
+    result: AnalyzeResult, report: object | None, notes: list[str], nccl_files: list[Path]
+) -> None:
+    """The NCCL report's findings and checks into ``result`` (or the "not checked" line)."""
+    if report is None:
+        result.checks += not_checked_sources(has_nccl=False)
+        result.read_warnings += notes
+        return
+    world = report.log.world  # type: ignore[attr-defined]
     ranks = result.summary.ranks  # 1: a job-level log (one rank prints), nothing to compare
     if world is not None and world.nranks and ranks > 1 and world.nranks != ranks:
         notes.append(
@@ -168,6 +235,6 @@ def analyze_inputs(
         if not ("skipped the file" in w and w.split(": skipped the file")[0] in skipped)
     ] + notes  # fmt: skip
     result.nccl = report
-    result.findings = sorted([*result.findings, *report.findings], key=lambda f: -f.severity.rank)
-    result.checks += [*getattr(report, "checks", []), *not_checked_sources(has_nccl=True)]
-    return result, report
+    findings = [*result.findings, *report.findings]  # type: ignore[attr-defined]
+    result.findings = sorted(findings, key=lambda f: -f.severity.rank)
+    result.checks += [*report.checks, *not_checked_sources(has_nccl=True)]  # type: ignore[attr-defined]

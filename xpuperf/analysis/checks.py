@@ -209,6 +209,18 @@ def not_checked_sources(has_nccl: bool, has_text: bool = True) -> list[Check]:
     return out
 
 
+def not_checked_steps() -> list[Check]:
+    """The step-log checks, as one ``not_checked`` line, for inputs without step records."""
+    return [
+        _missing(
+            "steps",
+            "stragglers, jitter, stalls, step decomposition, speedup",
+            "no step records in the input: pass the per-rank step logs (CSV/TSV/JSONL/Parquet "
+            "or a framework training log; `xpuperf formats` lists them)",
+        )
+    ]
+
+
 def severity_counts(checks: list[Check]) -> dict[str, int]:
     """``{"problem": n, "clean": n, "not_checked": n}``."""
     out = {s.value: 0 for s in CheckStatus}

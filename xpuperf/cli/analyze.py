@@ -132,11 +132,10 @@ def analyze(
         if dataset is not None:
             result = analyze_dataset(dataset, engine=engine or "pandas", scheduler=scheduler,
                                      **options)  # fmt: skip
-            nccl = None
         else:
-            result, nccl = analyze_inputs(logs, world_size=world_size, **options)
-    if result is None:  # only NCCL debug logs: the NCCL report alone
-        _nccl_only(nccl, json_out, html_out, md_out, quiet or to_stdout, gates, err)
+            result, nosteps = analyze_inputs(logs, world_size=world_size, **options)
+    if result is None:  # NCCL debug logs / job output without step records
+        _no_steps(nosteps, json_out, html_out, md_out, quiet or to_stdout, gates, err)
         return
     for w in result.read_warnings:
         err.print("warning: " + safe(w))
@@ -159,22 +158,29 @@ def analyze(
         gt.enforce(outcome)
 
 
-def _nccl_only(nccl, json_out, html_out, md_out, quiet, gates, err: Console) -> None:
-    """Inputs with NCCL INFO lines and no step records: NCCL section, its JSON and gates."""
+def _no_steps(ns, json_out, html_out, md_out, quiet, gates, err: Console) -> None:
+    """Inputs without step records (NCCL logs, job stdout/stderr): findings, checks, JSON,
+    Markdown and gates (:mod:`xpuperf.report.nosteps`); an HTML report needs step records."""
     from xpuperf import gates as gt
-    from xpuperf.report.nccl_section import nccl_only_document, render_nccl
+    from xpuperf.report import nosteps
+    from xpuperf.report.output import write_markdown_outputs
 
-    for flag, out in (("--html", html_out), ("--markdown", md_out)):
-        if out:
-            err.print(f"warning: {flag} skipped: the inputs hold NCCL lines but no step records")
-    for w in nccl.log.warnings:
+    for w in ns.notes:
         err.print("warning: " + safe(w))
-    doc = nccl_only_document(nccl)
+    doc = nosteps.document(ns)
     if json_out:
-        text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
-        write_output(json_out, text)
-    if not quiet and json_out != "-":
-        render_nccl(nccl, out_console())
+        write_output(json_out, json.dumps(doc, indent=2, allow_nan=False) + "\n")
+    if md_out or os.environ.get("GITHUB_STEP_SUMMARY"):
+        warning = write_markdown_outputs(nosteps.render_markdown(ns), md_out, ns.sources)
+        if warning:
+            err.print(f"warning: {warning}", markup=False)
+    if not quiet and json_out != "-" and md_out != "-":
+        nosteps.render_terminal(ns, out_console())
+    if html_out:  # after the outputs that could be written: the run still fails loudly
+        raise UsageError(
+            "--html needs step records: the inputs hold NCCL lines / job output only; "
+            "use --json or --markdown, or add the per-rank step logs"
+        )
     if gates:
         gt.enforce(gt.evaluate(gates, doc))
 

@@ -282,14 +282,19 @@ def sniff_tsv(lines: list[str]) -> bool:
     return _sniff_delimited(lines, "\t")
 
 
+_MPI_TAG = re.compile(r"\[\d+,\d+\]<std(?:out|err)>")  # Open MPI's per-rank output tag
+_JSON_LIST_START = re.compile(r'\[\s*(?:$|[\[{"\]]|-?\d[\d.eE+-]*\s*[,\]]|true|false|null)')
+
+
 def sniff_jsonl(lines: list[str]) -> bool:
-    """The first non-blank line is a JSON object, or starts a JSON list."""
+    """The first non-blank line is a JSON object, or starts a JSON list (``[`` alone or followed by
+    an object, a list or a value — not ``[rank1]:`` / ``[2024-…]`` log prefixes)."""
     first = _first_text_line(lines)
     if first is None:
         return False
     first = first.strip()
     if first.startswith("["):
-        return True
+        return _JSON_LIST_START.match(first) is not None and not _MPI_TAG.match(first)
     if not first.startswith("{"):
         return False
     try:

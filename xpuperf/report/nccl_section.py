@@ -113,8 +113,11 @@ def _order(order: list[int], limit: int = 24) -> str:
     return text + (f" … (+{len(order) - limit})" if len(order) > limit else "")
 
 
-def render_nccl(report: NcclReport, console: Console, *, findings: bool = True) -> None:
-    """Print the NCCL section: version, ranks/hosts, network, transports, rings, findings."""
+def render_nccl(
+    report: NcclReport, console: Console, *, findings: bool = True, checks: bool = True
+) -> None:
+    """Print the NCCL section: version, ranks/hosts, network, transports, rings, checks and
+    findings (``checks``/``findings`` False: the caller lists them with the others)."""
     log = report.log
     w = log.world
     version = f"NCCL {log.version}" if log.version else "NCCL (version not printed)"
@@ -167,7 +170,7 @@ def render_nccl(report: NcclReport, console: Console, *, findings: bool = True) 
                     "?" if r.minimum is None else str(r.minimum),
                 )
             console.print(tab)
-    if report.checks:
+    if checks and report.checks:
         console.print("checks:")
         for c in report.checks:
             st = c.status.value

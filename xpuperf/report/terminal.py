@@ -104,7 +104,7 @@ def render_terminal(result: AnalyzeResult, console: Console) -> None:
     if result.nccl is not None:
         from xpuperf.report.nccl_section import render_nccl
 
-        render_nccl(result.nccl, console, findings=False)  # its findings are listed below
+        render_nccl(result.nccl, console, findings=False, checks=False)  # listed below
     if result.findings:
         console.print("[bold]findings[/]")
         for f in result.findings:

@@ -1,0 +1,106 @@
+"""The job's stdout/stderr (no step records) is read for framework warnings and NCCL lines, and a
+gate is never passed on a check that had no evidence (issue 16)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from xpuperf.readers.generic import sniff_jsonl
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+TIMEOUT_LOG = DATA / "events_nccl_timeout" / "torch24_rank_prefixed.log"
+SPAWN_LOG = DATA / "events_lightning_spawn" / "spawn.log"
+NCCL_LOG = DATA / "calibrate_nccllog_41" / "41_nccllog_2node-16rank-ib-channels-trees-excerpt.txt"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "xpuperf", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _steps_csv(tmp_path: Path, ranks: int = 2) -> Path:
+    rows = ["rank,step,step_time_s,samples"]
+    rows += [f"{r},{s},1.0,32" for r in range(ranks) for s in range(30)]
+    f = tmp_path / "steps.csv"
+    f.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return f
+
+
+def test_a_stderr_log_alone_is_read_for_framework_warnings() -> None:
+    p = run("analyze", str(TIMEOUT_LOG), "--json", "-")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert "XP708" in {f["code"] for f in doc["findings"]}
+    assert doc["summary"] is None
+    assert doc["stragglers"] is None  # not [] — no straggler verdict without step records
+    status = {c["name"]: c["status"] for c in doc["checks"]}
+    assert status["steps"] == "not_checked"
+    assert status["events.nccl_timeout"] == "problem"
+    assert "without step records" in p.stderr
+
+
+def test_a_lightning_log_alone_names_the_ddp_spawn_warning() -> None:
+    p = run("analyze", str(SPAWN_LOG), "--json", "-")
+    assert p.returncode == 0, p.stderr
+    assert "XP703" in {f["code"] for f in json.loads(p.stdout)["findings"]}
+
+
+def test_step_table_plus_job_output_merges_the_warnings(tmp_path: Path) -> None:
+    p = run("analyze", str(_steps_csv(tmp_path)), str(TIMEOUT_LOG), "--warmup", "0", "--json", "-")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["summary"]["ranks"] == 2
+    assert "XP708" in {f["code"] for f in doc["findings"]}
+    names = {c["name"] for c in doc["checks"]}
+    assert "events.nccl_timeout" in names
+    assert "framework" not in names  # the framework checks ran on the job output
+
+
+def test_gates_refuse_to_pass_without_evidence(tmp_path: Path) -> None:
+    steps = str(_steps_csv(tmp_path))
+    # a step table alone: the framework checks had no evidence
+    p = run("analyze", steps, "-q", "--warmup", "0", "--fail-on", "code=XP701")
+    assert p.returncode == 2
+    assert "cannot be decided" in p.stderr
+    # step time only: the straggler check could not run, so stragglers>0 is not a pass
+    p = run("analyze", steps, "-q", "--warmup", "0", "--fail-on", "stragglers>0")
+    assert p.returncode == 2
+    assert "step time only" in p.stderr
+    # an NCCL log alone: no step records at all
+    p = run("analyze", str(NCCL_LOG), "-q", "--fail-on", "stragglers>0")
+    assert p.returncode == 2
+    # with the evidence the gate decides: the NCCL log holds no WARN line
+    p = run("analyze", str(NCCL_LOG), "-q", "--fail-on", "code=XP665")
+    assert p.returncode == 0, p.stderr
+
+
+def test_html_without_step_records_fails_loudly_after_the_json(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    p = run("analyze", str(NCCL_LOG), "-q", "--json", str(out), "--html", str(tmp_path / "r.html"))
+    assert p.returncode == 2
+    assert "--html needs step records" in p.stderr
+    assert json.loads(out.read_text())["nccl"]["ranks"] == 16
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_markdown_without_step_records_lists_findings_and_checks() -> None:
+    p = run("analyze", str(TIMEOUT_LOG), "--markdown", "-")
+    assert p.returncode == 0, p.stderr
+    assert "| error | XP708 |" in p.stdout
+    assert "| not checked | stragglers, jitter" in p.stdout
+
+
+def test_log_prefixes_are_not_taken_for_json() -> None:
+    assert not sniff_jsonl(["[rank1]:[E1015 03:12:44.918236 4112 ProcessGroupNCCL.cpp:616] x"])
+    assert not sniff_jsonl(["[2024-05-01 10:00:00,123] INFO step 1"])
+    assert not sniff_jsonl(["[1,3]<stdout>: hello"])
+    assert sniff_jsonl(["["])
+    assert sniff_jsonl(['[{"step": 1, "loss": 2.0}'])

@@ -1,0 +1,87 @@
+"""Renderers of an ``analyze`` whose inputs hold no step records (``pipeline.NoSteps``):
+NCCL debug logs and the job's stdout/stderr. Presentation only.
+
+The JSON is an ``xpuperf.analyze/1`` document whose step keys are null (``summary``,
+``jitter``, ``stragglers``, ``breakdown``: a gate on them is refused, never passed), with
+``findings`` (NCCL and framework), ``checks`` (every check, the step-log ones ``not_checked``),
+``nccl`` (when an input has NCCL lines, :mod:`xpuperf.report.nccl_section`) and ``events``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+from xpuperf import __version__
+from xpuperf.report.checks_view import counts_line
+from xpuperf.report.checks_view import rows as check_rows
+from xpuperf.report.common import ANALYZE_SCHEMA, safe
+from xpuperf.report.markdown import md_escape
+
+if TYPE_CHECKING:
+    from xpuperf.pipeline import NoSteps
+
+_SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+_CHECK_STYLE = {"problem": "yellow", "clean": "green", "not checked": "dim"}
+
+
+def document(ns: NoSteps) -> dict[str, Any]:
+    """The ``xpuperf.analyze/1`` document (see the module docstring)."""
+    from xpuperf.report.nccl_section import to_dict as nccl_dict
+
+    doc: dict[str, Any] = {
+        "schema": ANALYZE_SCHEMA,
+        "xpuperf_version": __version__,
+        "sources": list(ns.sources),
+        "summary": None,
+        "jitter": None,
+        "stragglers": None,
+        "breakdown": None,
+        "findings": [f.to_dict() for f in ns.findings],
+        "checks": [c.to_dict() for c in ns.checks],
+        "warnings": list(ns.notes),
+    }
+    if ns.nccl is not None:
+        doc["nccl"] = nccl_dict(ns.nccl)  # type: ignore[arg-type]
+    if ns.events is not None:
+        ev = ns.events.to_dict()
+        doc["events"] = {k: v for k, v in ev.items() if k not in ("findings", "checks")}
+    return doc
+
+
+def render_terminal(ns: NoSteps, console: Console) -> None:
+    """The NCCL section (when there is one), the findings and the checks block."""
+    console.print(
+        f"[bold]xpuperf analyze[/] — {len(ns.sources)} file(s) without step records "
+        "(NCCL debug logs, job output)"
+    )
+    if ns.nccl is not None:
+        from xpuperf.report.nccl_section import render_nccl
+
+        render_nccl(ns.nccl, console, findings=False, checks=False)  # type: ignore[arg-type]
+    if ns.findings:
+        console.print("[bold]findings[/]")
+        for f in ns.findings:
+            style = _SEV_STYLE.get(f.severity.value, "")
+            console.print(f"  [{style}]{f.severity.value:<7}[/] {f.code}  {safe(f.message)}")
+    console.print(f"[bold]checks[/] — {counts_line(ns.checks)}")
+    for status, title, evidence, codes in check_rows(ns.checks):
+        tail = f" [{codes}]" if codes else ""
+        style = _CHECK_STYLE[status]
+        console.print(f"  [{style}]{status:<11}[/] {safe(title)}: {safe(evidence)}{safe(tail)}")
+
+
+def render_markdown(ns: NoSteps, title: str = "xpuperf analyze") -> str:
+    """A Markdown summary: findings and checks."""
+    lines = [f"## {md_escape(title)}", "", f"{len(ns.sources)} file(s) without step records.", ""]
+    if ns.findings:
+        lines += ["### Findings", "", "| severity | code | message |", "|---|---|---|"]
+        lines += [
+            f"| {f.severity.value} | {f.code} | {md_escape(f.message)} |" for f in ns.findings
+        ]
+        lines.append("")
+    lines += [f"### Checks — {counts_line(ns.checks)}", "", "| status | check | evidence | codes |"]
+    lines.append("|---|---|---|---|")
+    lines += ["| " + " | ".join(md_escape(c) for c in r) + " |" for r in check_rows(ns.checks)]
+    return "\n".join(lines) + "\n"
