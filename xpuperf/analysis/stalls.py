@@ -20,8 +20,8 @@ form one stall event; its size is its step count and the seconds lost ``Σ E_s``
 
 With step time only (no phase columns), every rank's step time rises at every job spike — the
 collective makes them wait — so "all ranks" cannot be told from "one rank and the others
-waiting": the finding says so and names the usual cause (input pipeline / storage, or a pause)
-as the likely one, with what to log to be sure.
+waiting": the finding says so in its first words (no "not a straggler" claim), names both
+candidates and what to log to tell them apart.
 
 Source: xpuperf's own rule (issue 16 scope 6); culprit vs victim as docs/anchors.md item 9.
 """
@@ -182,8 +182,9 @@ _CAUSE = {
         "and the switch counters)",
     ),
     None: (
-        "job-wide stall: every rank's step time rose at the same steps — not a straggler; most "
-        "often the input pipeline or shared storage, or a job-wide pause (checkpoint, evaluation)",
+        "job-wide stall: every rank's step time rose at the same steps — a pause shared by all "
+        "ranks (input pipeline, shared storage, checkpoint, evaluation) or one rank's pause the "
+        "others waited for; per-rank step time cannot tell which",
         "log per-rank data_time (time waiting for the next batch) to confirm the input pipeline; "
         "prefetch more batches and stage the dataset locally if it is",
     ),
@@ -222,17 +223,12 @@ def _finding(r: StallResult, n_ranks: int) -> Finding:
         if r.step_gap > 1
         else ""
     )
-    weak = (
-        "; per-rank step time cannot rule out one rank pausing while the others wait"
-        if phase is None
-        else ""
-    )
     msg = (
         f"{cause}: {len(ev)} stall(s) on {'all' if phase != 'comm_s' else 'the'} {n_ranks} "
         f"ranks at steps {spans} ({n_steps} step(s), {r.lost_s:.2f} s lost = "
         f"{r.lost_fraction:.1%} of wall time; threshold: ≥ {ALL_SHARE:.0%} of ranks slower by "
         f"≥ {PART_SHARE:.0%} of the job's excess, warning from {COST_WARNING:.0%})"
-        f"{window}{also}{weak}. Remedy: {remedy}."
+        f"{window}{also}. Remedy: {remedy}."
     )
     data = {
         "events": len(ev),
