@@ -46,7 +46,7 @@ CODES: dict[str, str] = {
     "XP204": "periodic spikes",
     "XP205": "throughput change point",
     "XP206": "flat FPS line (healthy)",
-    "XP207": "synchronous stall on every rank (not a straggler)",
+    "XP207": "synchronous stall on every rank at the same steps",
     "XP301": "communication exposed",
     "XP302": "input (data loading) stall",
     "XP303": "host / other overhead",
