@@ -13,6 +13,7 @@ from xpuperf.readers.scaling import (
     all_scaling_tables,
     looks_like_scaling_table,
     read_scaling_table,
+    sniff_scaling_table,
 )
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -145,7 +146,7 @@ def test_bad_file_names_file_and_line(tmp_path: Path) -> None:
 
 def test_sniff_accepts_every_scaling_fixture() -> None:
     for p in sorted(DATA.glob("scaling_*/*")):
-        assert looks_like_scaling_table(p), p
+        assert looks_like_scaling_table(p) == (p.parent.name != "scaling_one_row"), p
     assert all_scaling_tables([str(DATA / "scaling_strong/table.md")])
     assert not all_scaling_tables([str(DATA / "scaling_strong")])  # a folder: step logs
     assert not all_scaling_tables([])
@@ -159,7 +160,7 @@ def test_sniff_never_claims_step_logs(tmp_path: Path) -> None:
     framework_logs += [p for p in DATA.glob("readers_*/*") if p.suffix != ".md"]
     assert framework_logs
     for p in framework_logs:
-        assert not looks_like_scaling_table(p), p
+        assert sniff_scaling_table(p) is None, p  # not even a one-row table (analyze refuses)
     assert not looks_like_scaling_table(tmp_path / "missing.md")
 
 

@@ -17,7 +17,10 @@ throughput at N / throughput at 1 GPU):
 The one-card row is the denominator: each row is compared with the one-card row at the same
 per-card batch; a row whose per-card batch has no one-card row is compared per card with the
 nearest one-card batch (said in XP315) when it has a throughput, else refused. A table without
-a one-card row is refused unless a baseline is passed.
+a one-card row is refused unless a baseline is passed; so is a table whose one-card rows at one
+batch differ by more than 5 % (:data:`ONE_CARD_RTOL`: not repeats but other models or settings),
+and a table mixing models in a ``Model``/``Config`` column (:func:`analyze_scaling_groups`
+reports each on its own).
 
 Where the loss happens needs the node of each row (a ``nodes`` column, ``2x8`` counts, ``N
 GPUs per node`` in the text, or ``cards_per_node``): the step from one card to the largest
@@ -32,6 +35,7 @@ or more agree, more than four rows), never certain. Texts and checks:
 from __future__ import annotations
 
 import math
+import shlex
 
 import numpy as np
 import pandas as pd
@@ -39,13 +43,14 @@ import pandas as pd
 from xpuperf.analysis.scaling_checks import judge
 from xpuperf.analysis.scaling_model import (
     BATCH_RTOL,
+    ONE_CARD_RTOL,
     THRESHOLD,
     Baseline,
     LossStep,
     ScalingResult,
 )
 from xpuperf.errors import InputError
-from xpuperf.readers.scaling import ScalingTable
+from xpuperf.readers.scaling import ScalingTable, split_by_group
 
 
 def _mode(table: ScalingTable) -> str:
@@ -85,13 +90,17 @@ def _efficiencies(table: ScalingTable, baseline: Baseline | None, notes: list[st
     where = None if table.source == "<text>" else table.source
     if ones.empty and baseline is None:
         smallest = int(r["cards"].min())
+        name = "TABLE" if where is None else shlex.quote(where)
         raise InputError(
             f"no one-card row (the smallest has {smallest} cards): efficiency is measured "
-            "against one card alone at the same per-card batch; add a row for 1 card, or give "
-            "the one-card throughput or step time as a baseline",
+            "against one card alone at the same per-card batch; add the one-card run to the "
+            "table as a row (1 card, same per-card batch), or, knowing one card's throughput, "
+            f"forecast from this ladder with `xpuperf plan --measured {name} --baseline "
+            "ITEMS_PER_S --model NAME --batch-size N`",
             where,
             table.header_line,
         )
+    _one_card_agrees(table, ones, notes)
     eff, note, base_line = [], [], []
     for _, row in r.iterrows():
         value, kind = _value(row, table.measure)
@@ -127,9 +136,54 @@ def _efficiencies(table: ScalingTable, baseline: Baseline | None, notes: list[st
     r["per_card_time_ratio"] = 1.0 / r["efficiency"]
     r["baseline_line"] = base_line
     r["batch_note"] = note
-    if len(ones) > 1 and ones["batch_per_card"].nunique(dropna=False) < len(ones):
-        notes.append(f"{len(ones)} one-card rows at the same batch: their median is the baseline")
     return r
+
+
+def _shown(row: pd.Series, table: ScalingTable) -> str:
+    """A one-card row's value as the table gives it (``400 images/s``, ``0.25 s/step``)."""
+    if table.measure == "run_time":
+        return f"{row['run_time_s']:g} s"
+    if table.measure in ("step_time", "step_rate"):
+        return f"{row['step_time_s']:g} s/step"
+    return f"{row['throughput_samples_per_s']:g} {table.throughput_unit}/s"
+
+
+def _one_card_agrees(table: ScalingTable, ones: pd.DataFrame, notes: list[str]) -> None:
+    """Refuse (InputError) one-card rows at one per-card batch more than ONE_CARD_RTOL apart, or
+    a table holding several configurations (``group_column``); note agreeing repeats."""
+    where = None if table.source == "<text>" else table.source
+    if table.group_column is not None and table.group is None:
+        values = list(dict.fromkeys(table.rows["group"]))
+        raise InputError(
+            f"the table holds {len(values)} configurations in column {table.group_column!r} "
+            f"({', '.join(values[:4])}{', …' if len(values) > 4 else ''}): each is a ladder of "
+            f"its own; `xpuperf analyze {shlex.quote(where or 'FILE')}` reports each, other uses "
+            "need one configuration per file",
+            where,
+            table.header_line,
+        )
+    if len(ones) < 2:
+        return
+    value = ones.apply(lambda p: _value(p, table.measure)[0], axis=1)
+    for _, same in ones.groupby(ones["batch_per_card"].round(6).fillna(-1.0)):
+        if len(same) < 2:
+            continue
+        v = value.loc[same.index]
+        spread = float(v.max() / v.min() - 1)
+        if spread > ONE_CARD_RTOL:
+            hi, lo = same.loc[v.idxmax()], same.loc[v.idxmin()]
+            raise InputError(
+                f"the one-card rows disagree: line {int(hi['line'])} gives {_shown(hi, table)}, "
+                f"line {int(lo['line'])} {_shown(lo, table)} ({spread:.0%} apart at the same "
+                f"per-card batch; repeats agree within {ONE_CARD_RTOL:.0%}), so the baseline is "
+                "ambiguous: if the rows are different models or settings, add a column naming "
+                "them ('Model', 'Config': each is reported on its own) or put each in a file of "
+                "its own; if they are repeats, keep the one measured like the other rows",
+                where,
+                int(lo["line"]),
+            )
+        notes.append(f"{len(same)} one-card rows at the same batch ({spread:.1%} apart, within "
+                     f"{ONE_CARD_RTOL:.0%}): their median is the baseline")  # fmt: skip
 
 
 def _place(table: ScalingTable, r: pd.DataFrame, cards_per_node: int | None) -> str | None:
@@ -214,6 +268,8 @@ def analyze_scaling(
     worst = top.loc[top["efficiency"].idxmin()]
     intra, inter = _ladder(r, threshold)
     res = ScalingResult(
+        group_column=table.group_column,
+        group=table.group,
         source=table.source,
         measure=table.measure,
         measure_column=table.measure_column,
@@ -230,3 +286,29 @@ def analyze_scaling(
     )
     judge(res, table, baseline)
     return res
+
+
+def analyze_scaling_groups(table: ScalingTable, **kw) -> list[ScalingResult]:
+    """:func:`analyze_scaling` of each configuration of ``table`` (rows grouped by its
+    ``Model``/``Config`` column, :func:`xpuperf.readers.scaling.split_by_group`; one result when
+    it has none). A configuration that cannot be analysed (no one-card row…) is named in a note
+    of the first result; the keyword arguments are :func:`analyze_scaling`'s.
+
+    Raises:
+        InputError: no configuration can be analysed (the first one's reason).
+    """
+    parts = split_by_group(table)
+    if len(parts) == 1:
+        return [analyze_scaling(table, **kw)]
+    results: list[ScalingResult] = []
+    failed: list[InputError] = []
+    for part in parts:
+        try:
+            results.append(analyze_scaling(part, **kw))
+        except InputError as exc:
+            exc.message = f"{table.group_column} {part.group!r}: {exc.message}"
+            failed.append(exc)
+    if not results:
+        raise failed[0]
+    results[0].notes += [f"not analysed — {exc.message}" for exc in failed]
+    return results

@@ -17,6 +17,10 @@ THRESHOLD = 0.90
 FEW_ROWS = 4
 """Tables with at most this many rows give a suspicion only."""
 BATCH_RTOL = 0.01
+ONE_CARD_RTOL = 0.05
+"""One-card rows at one per-card batch that differ by more than this (max / min - 1) are not
+repeats of one run (a throughput median varies by a few percent run to run) but other models or
+settings: the baseline is ambiguous and the table is refused."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,8 @@ class ScalingResult:
         confidence: ``suspicion`` or ``likely``.
         findings, checks: XP310–XP316 and the ``scaling.*`` checks.
         notes: how the table was read and compared.
+        group_column, group: the column naming the model / configuration and this result's
+            value in it, when the table held several (else None).
     """
 
     source: str
@@ -94,3 +100,5 @@ class ScalingResult:
     findings: list[Finding] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    group_column: str | None = None
+    group: str | None = None

@@ -117,9 +117,11 @@ def analyze(
     for out in (json_out, html_out, md_out):
         if out and out != "-":
             check_not_input(out, existing)
-    if baseline is None and all_scaling_tables(logs):  # cards vs throughput: scaling report
+    if fmt is None and baseline is None and all_scaling_tables(logs):  # cards vs throughput
         _scaling_only(logs, json_out, html_out, md_out, quiet or to_stdout, gates, err)
         return
+    if fmt is None:
+        _tables_alone(logs, baseline)  # a scaling table among other inputs: say so, exit 2
     dataset = dataset_input(logs, engine, scheduler)  # `xpuperf ingest` output: an engine reads it
     if dataset is not None and world_size is not None:
         raise UsageError(
@@ -187,16 +189,20 @@ def _no_steps(ns, json_out, html_out, md_out, quiet, gates, err: Console) -> Non
 
 def _scaling_only(paths, json_out, html_out, md_out, quiet, gates, err: Console) -> None:
     """Inputs that are all scaling tables (cards vs throughput or time per step): the scaling
-    report (docs/analyze.md "Scaling tables"), its JSON (``xpuperf.scaling/1``) and gates."""
+    report (docs/analyze.md "Scaling tables"), its JSON (``xpuperf.scaling/1``) and gates; one
+    report per configuration when a ``Model``/``Config`` column splits a table."""
     from xpuperf import gates as gt
-    from xpuperf.analysis.scaling import analyze_scaling
+    from xpuperf.analysis.scaling import analyze_scaling_groups
     from xpuperf.readers.scaling import read_scaling_table
     from xpuperf.report import scaling_section as sc
     from xpuperf.report.output import write_markdown_outputs
 
-    results = [analyze_scaling(read_scaling_table(Path(p))) for p in paths]
-    if html_out:
-        err.print("warning: --html skipped: scaling tables have no HTML report", markup=False)
+    if html_out:  # before any work: an output asked for never goes missing
+        raise UsageError(
+            "--html: a scaling table has no HTML report; write --json PATH or --markdown PATH "
+            "instead"
+        )
+    results = [r for p in paths for r in analyze_scaling_groups(read_scaling_table(Path(p)))]
     doc = sc.scaling_document(results)
     if json_out:
         write_output(json_out, json.dumps(doc, indent=2, allow_nan=False) + "\n")
@@ -209,6 +215,53 @@ def _scaling_only(paths, json_out, html_out, md_out, quiet, gates, err: Console)
         sc.render_scaling(results, out_console())
     if gates:
         gt.enforce(gt.evaluate(gates, doc))
+
+
+TABLE_MAX_BYTES = 64 << 10
+"""Files up to this size are sniffed for a scaling table mixed with other inputs."""
+
+
+def _tables_alone(logs: list[str], baseline: str | None) -> None:
+    """Refuse (InputError, exit 2) a scaling table given with other inputs or with --baseline,
+    and a scaling table with a single card count, each with what to do; files that also hold a
+    step log (a table pasted above a training log) are left to the step-log readers."""
+    import shlex
+
+    from xpuperf.errors import InputError
+    from xpuperf.readers.scaling import sniff_scaling_table
+
+    for p in dict.fromkeys([*logs, *([baseline] if baseline else [])]):
+        try:  # a table someone posted is a few KiB: larger files are not sniffed (speed)
+            small = Path(p).is_file() and Path(p).stat().st_size <= TABLE_MAX_BYTES
+        except OSError:
+            small = False
+        table = sniff_scaling_table(p) if small else None
+        if table is None or table.log_lines:
+            continue
+        cards = sorted({int(c) if float(c).is_integer() else c for c in table.rows["cards"]})
+        if len(cards) < 2:
+            raise InputError(
+                f"a scaling table with {len(table.rows)} row(s), all at {cards[0]} card(s): "
+                "efficiency compares each size with one card alone; add "
+                + (
+                    "a row with more cards"
+                    if cards[0] == 1
+                    else "the one-card run as a row (1 card, same per-card batch)"
+                )
+                + f" and analyse the table on its own with `xpuperf analyze {shlex.quote(p)}`",
+                p,
+            )
+        if p == baseline:
+            why = "--baseline takes the step log of one card alone, not a scaling table"
+        elif baseline is not None:
+            why = "a table needs no --baseline (its one-card row is the baseline)"
+        else:
+            why = "a scaling report does not mix with step logs or NCCL logs"
+        raise InputError(
+            f"this is a scaling table (cards vs throughput): analyse it on its own with "
+            f"`xpuperf analyze {shlex.quote(p)}`; {why}",
+            p,
+        )
 
 
 def write_ci_outputs(

@@ -4,9 +4,11 @@ Input: :class:`~xpuperf.analysis.scaling.ScalingResult` objects (one per table f
 Presentation only.
 
 JSON (schema ``xpuperf.scaling/1``): ``schema``, ``xpuperf_version``, ``sources``,
-``efficiency`` (efficiency of the largest run of the first table, for ``--fail-on
-'efficiency<0.9'``), ``findings`` (all tables), ``checks`` (all tables), ``tables``: one object
-per table with ``source``, ``measure``, ``measure_column``, ``throughput_unit``, ``mode``,
+``efficiency`` (the lowest over the tables of the efficiency of each one's largest run, for
+``--fail-on 'efficiency<0.9'``), ``findings`` (all tables), ``checks`` (all tables), ``tables``:
+one object per table (per configuration when a ``Model``/``Config`` column splits a file) with
+``source``, ``group_column`` and ``group`` (null without such a column), ``measure``,
+``measure_column``, ``throughput_unit``, ``mode``,
 ``cards_per_node``, ``node_info``, ``threshold``, ``location``, ``confidence``, ``largest``,
 ``intra`` / ``inter`` (steps: ``from_cards``, ``to_cards``, ``to_nodes``, ``efficiency``,
 ``factor``, ``rows``, ``line``), ``rows`` (``cards``, ``nodes``, ``batch_per_card``,
@@ -15,6 +17,9 @@ per table with ``source``, ``measure``, ``measure_column``, ``throughput_unit``,
 ``efficiency`` (both per-card throughput / one card alone), ``reported_efficiency``,
 ``reported_throughput_ratio``, ``scope``, ``batch_note``, ``line``; null for unknown),
 ``findings``, ``checks``, ``notes``.
+
+The Markdown checks table has the columns of ``xpuperf analyze``'s (status, check, evidence,
+codes: :func:`xpuperf.report.checks_view.rows`).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from rich.console import Console
 from rich.table import Table
 
 from xpuperf.analysis.scaling import ScalingResult
+from xpuperf.report.checks_view import counts_line
+from xpuperf.report.checks_view import rows as check_rows
 from xpuperf.report.common import safe
 from xpuperf.report.markdown import md_escape
 
@@ -64,6 +71,8 @@ def to_dict(res: ScalingResult) -> dict[str, Any]:
     ]
     return {
         "source": res.source,
+        "group_column": res.group_column,
+        "group": res.group,
         "measure": res.measure,
         "measure_column": res.measure_column,
         "throughput_unit": res.throughput_unit,
@@ -92,7 +101,7 @@ def scaling_document(results: Sequence[ScalingResult]) -> dict[str, Any]:
         "schema": SCHEMA,
         "xpuperf_version": __version__,
         "sources": [r.source for r in results],
-        "efficiency": tables[0]["largest"]["efficiency"] if tables else None,
+        "efficiency": min((t["largest"]["efficiency"] for t in tables), default=None),
         "findings": [f for t in tables for f in t["findings"]],
         "checks": [c for t in tables for c in t["checks"]],
         "tables": tables,
@@ -147,8 +156,9 @@ def _cells(res: ScalingResult) -> tuple[list[str], list[list[str]]]:
 
 def _headline(res: ScalingResult) -> str:
     b = res.largest
+    group = f" [{res.group_column} {res.group}]" if res.group is not None else ""
     return (
-        f"{res.source}: {len(res.rows)} row(s), {res.mode} scaling, from "
+        f"{res.source}{group}: {len(res.rows)} row(s), {res.mode} scaling, from "
         f"'{res.measure_column}' — efficiency {b['efficiency']:.3f} at {b['cards']:g} cards; "
         f"loss: {res.location} ({res.confidence})"
     )
@@ -193,7 +203,9 @@ def render_scaling_markdown(results: Sequence[ScalingResult]) -> str:
                       for f in res.findings]  # fmt: skip
         else:
             lines.append("- no finding")
-        lines += ["", "| check | status | evidence |", "|---|---|---|"]
-        lines += [f"| {c.name} | {c.status.value} | {md_escape(c.evidence)} |" for c in res.checks]
+        lines += ["", f"Checks — {counts_line(res.checks)}", ""]
+        lines += ["| status | check | evidence | codes |", "|---|---|---|---|"]
+        lines += ["| " + " | ".join(md_escape(v) for v in row) + " |"
+                  for row in check_rows(res.checks)]  # fmt: skip
         lines.append("")
     return "\n".join(lines)

@@ -24,6 +24,13 @@ columns (``GPUs  img/sec``), and one result per line (``1 GPU: 380 img/s``). Hea
 - ``reported_efficiency`` (fraction), ``reported_throughput_ratio`` (× one card): what the
   table itself claims, NaN when absent — never trusted, only compared.
 - ``line``: 1-based line of the row in the source.
+- ``group`` (str): the row's value in a column naming the model or configuration (``Model``,
+  ``Network``, ``Precision``…: :data:`LABEL_HEADER`), ``""`` when the table has none. A table
+  with several values holds several ladders: :func:`split_by_group` separates them.
+
+Gzip-compressed files (``table.md.gz``) are read like plain ones. Lines outside the table that
+a step-log reader recognises (``iteration 10/ 500 | …``) are not read: a note says how many and
+which ``--format`` reads them (:attr:`ScalingTable.log_lines`).
 
 A time per step with a per-card batch becomes throughput (``batch × cards / step_time``).
 Errors: :class:`~xpuperf.errors.InputError` with ``file:line`` and what is needed.
@@ -31,8 +38,10 @@ Errors: :class:`~xpuperf.errors.InputError` with ``file:line`` and what is neede
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,9 +49,18 @@ import pandas as pd
 
 from xpuperf.errors import InputError
 from xpuperf.readers.scaling import cells as c
+from xpuperf.readers.scaling.around import LABEL_HEADER, label_column, step_log_lines
 from xpuperf.readers.scaling.layout import MEASURE_KINDS, Grid, context, find_grids
 
-__all__ = ["ScalingTable", "all_scaling_tables", "looks_like_scaling_table", "read_scaling_table"]
+__all__ = [
+    "LABEL_HEADER",
+    "ScalingTable",
+    "all_scaling_tables",
+    "looks_like_scaling_table",
+    "read_scaling_table",
+    "sniff_scaling_table",
+    "split_by_group",
+]
 
 COLUMNS = (
     "cards", "nodes", "cards_per_node", "throughput_samples_per_s",
@@ -55,6 +73,7 @@ SNIFF_MAX_LINES = 3000
 """Longer files are not sniffed as scaling tables (a README with tables stays well below)."""
 MAX_BYTES = 4 * 1024 * 1024
 NAN = float("nan")
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 @dataclass
@@ -74,6 +93,12 @@ class ScalingTable:
         form: ``markdown``, ``csv``, ``tsv``, ``semicolon``, ``whitespace`` or ``lines``.
         notes: how the table was read, one line each (columns chosen, units assumed, rows
             skipped with file:line).
+        group_column: header of the column naming each row's model / configuration when it
+            holds two values or more (rows[``group``]), else None.
+        group: after :func:`split_by_group`, the value every row shares, else None.
+        log_lines: lines outside the table that a step-log reader recognises (not read here);
+            ``log_format``: that reader's ``--format`` name, ``log_first_line``: 1-based line of
+            the first.
     """
 
     rows: pd.DataFrame
@@ -86,6 +111,27 @@ class ScalingTable:
     header_line: int = 0
     form: str = "markdown"
     notes: list[str] = field(default_factory=list)
+    group_column: str | None = None
+    group: str | None = None
+    log_lines: int = 0
+    log_format: str | None = None
+    log_first_line: int = 0
+
+
+def _decompressed(raw: bytes, limit: int, where: str | None) -> bytes:
+    """``raw`` (at most ``limit`` bytes) or, when it is gzip-compressed, its first ``limit``
+    decompressed bytes (a cut stream gives what it holds; a bomb stops at ``limit``).
+
+    Raises:
+        InputError: a gzip stream that cannot be decompressed.
+    """
+    if raw[:2] != GZIP_MAGIC:
+        return raw[:limit]
+    try:
+        return zlib.decompressobj(wbits=16 + zlib.MAX_WBITS).decompress(raw, limit)
+    except zlib.error as exc:
+        raise InputError(f"cannot decompress this gzip file ({exc}): pass the plain table",
+                         where) from exc  # fmt: skip
 
 
 def _text_of(path_or_text: str | os.PathLike[str]) -> tuple[str, str]:
@@ -101,7 +147,8 @@ def _text_of(path_or_text: str | os.PathLike[str]) -> tuple[str, str]:
         return str(path_or_text), "<text>"
     path = Path(path_or_text)
     try:
-        raw = path.read_bytes()[:MAX_BYTES]
+        with path.open("rb") as fh:
+            raw = _decompressed(fh.read(MAX_BYTES), MAX_BYTES, str(path))
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", path) from exc
     if b"\x00" in raw[:4096]:
@@ -153,6 +200,14 @@ def read_scaling_table(path_or_text: str | os.PathLike[str]) -> ScalingTable:
     table.single_node = single and table.cards_per_node is None and table.rows["nodes"].isna().all()
     if table.single_node:
         notes.append("the text says one node: every row is read as a single-node run")
+    log = step_log_lines(lines, {grid.header_line, *grid.lines})
+    if log is not None:
+        table.log_lines, table.log_format, table.log_first_line = log
+        where = "FILE" if source == "<text>" else source
+        notes.append(
+            f"{log[0]} line(s) from line {log[2]} look like a {log[1]} step log and are not read "
+            f"with the table: analyse them with `xpuperf analyze --format {log[1]} {where}`"
+        )
     return table
 
 
@@ -178,7 +233,9 @@ def _build(grid: Grid, source: str, notes: list[str]) -> ScalingTable:
         if not any(w in low for w in ("gpu", "card", "device", "npu", "rank", "local", "micro")):
             notes.append(f"column {bpc_head.text!r} read as the per-card batch (name it "
                          "'global batch' if it is the job's)")  # fmt: skip
+    label = label_column(grid, heads, idx)
     out: dict[str, list[float]] = {k: [] for k in COLUMNS}
+    groups: list[str] = []
     skipped: list[str] = []
     item = mhead.item
     for cells_, line in zip(grid.rows, grid.lines, strict=True):
@@ -221,9 +278,11 @@ def _build(grid: Grid, source: str, notes: list[str]) -> ScalingTable:
         values = (n, nodes, cpn, thr, pc, t, rt, bpc, eff, spd, line)
         for k, v in zip(COLUMNS, values, strict=True):
             out[k].append(NAN if v is None else float(v))
+        groups.append("" if label is None else " ".join(c.strip_markup(row.get(label, "")).split()))
     if skipped:
         notes.append(f"{len(skipped)} row(s) skipped, first {skipped[0]}")
     rows = pd.DataFrame(out, columns=list(COLUMNS))
+    rows["group"] = pd.Series(groups, dtype=object)
     if rows.empty:
         raise InputError(
             "the table has no row with both a card count and a positive value; each row needs "
@@ -232,6 +291,7 @@ def _build(grid: Grid, source: str, notes: list[str]) -> ScalingTable:
             grid.header_line,
         )
     known = {int(v) for v in rows["cards_per_node"].dropna()}
+    several = label is not None and rows["group"].nunique() >= 2
     return ScalingTable(
         rows=rows,
         source=source,
@@ -242,7 +302,24 @@ def _build(grid: Grid, source: str, notes: list[str]) -> ScalingTable:
         header_line=grid.header_line,
         form=grid.form,
         notes=notes,
+        group_column=heads[label].text if several and label is not None else None,
     )
+
+
+def split_by_group(table: ScalingTable) -> list[ScalingTable]:
+    """One table per value of :attr:`ScalingTable.group_column` (in table order; ``[table]``
+    when there is none): several models or configurations are several ladders, each with its
+    own one-card row."""
+    col = table.group_column
+    if col is None:
+        return [table]
+    out = []
+    for value, rows in table.rows.groupby("group", sort=False):
+        note = (f"rows with {col!r} = {value!r} ({len(rows)} of {len(table.rows)}): each "
+                f"{col!r} is compared with its own one-card row")  # fmt: skip
+        out.append(dataclasses.replace(table, rows=rows.reset_index(drop=True), group=str(value),
+                                       notes=[*table.notes, note]))  # fmt: skip
+    return out
 
 
 def _num(cell: str | None, grid: Grid) -> float:
@@ -288,25 +365,33 @@ def _reported(eff_cell: str | None, spd_cell: str | None) -> tuple[float, float]
     return eff, spd
 
 
-def looks_like_scaling_table(path: str | os.PathLike[str]) -> bool:
-    """True when ``path`` (at most 256 KiB and 3000 lines) holds a scaling table: a short table
-    (at most 200 rows) with a card column and a throughput/time column, no step-log column
-    (``step``, ``iter``, ``rank``, ``epoch``, ``timestamp``), at least two rows with different
-    card counts. Cheap (under 0.1 s) and never raises: a per-rank step log is never claimed."""
+def sniff_scaling_table(path: str | os.PathLike[str]) -> ScalingTable | None:
+    """The table in ``path`` when it (at most 256 KiB and 3000 lines, decompressed when it is
+    gzip) holds a short table (at most 200 rows) with a card column and a throughput/time
+    column and no step-log column (``step``, ``iter``, ``rank``, ``epoch``, ``timestamp``),
+    with at least one row; else None. Cheap (under 0.1 s) and never raises."""
     try:
         with Path(path).open("rb") as f:
-            raw = f.read(HEAD_BYTES + 1)
-    except OSError:
-        return False
+            raw = _decompressed(f.read(HEAD_BYTES + 1), HEAD_BYTES + 1, None)
+    except (OSError, InputError):
+        return None
     if len(raw) > HEAD_BYTES or raw.count(b"\n") > SNIFF_MAX_LINES:
-        return False  # a long file is a log, not a table someone posted
-    if b"\x00" in raw[:4096] or raw[:2] == b"\x1f\x8b":
-        return False
+        return None  # a long file is a log, not a table someone posted
+    if b"\x00" in raw[:4096]:
+        return None
     try:
-        table = read_scaling_table(raw.decode("utf-8", errors="replace"))
+        table = read_scaling_table(raw.decode("utf-8", errors="replace").lstrip("\ufeff"))
     except (InputError, ValueError, IndexError, KeyError):
-        return False
-    return table.rows["cards"].nunique() >= 2
+        return None
+    table.source = str(path)
+    return table
+
+
+def looks_like_scaling_table(path: str | os.PathLike[str]) -> bool:
+    """True when :func:`sniff_scaling_table` finds a table with at least two different card
+    counts (``.gz`` too). Cheap and never raises: a per-rank step log is never claimed."""
+    table = sniff_scaling_table(path)
+    return table is not None and table.rows["cards"].nunique() >= 2
 
 
 def all_scaling_tables(paths: list[str] | tuple[str, ...]) -> bool:

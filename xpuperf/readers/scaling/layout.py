@@ -270,9 +270,17 @@ def find_grids(lines: list[str]) -> list[Grid]:
     return [grid] if grid is not None and grid.usable() else []
 
 
+_MODEL = (
+    r"(?-i:[A-Z][A-Za-z]{0,5}[- ]?\d{1,4}[A-Za-z]{0,3})\b"
+    r"(?!\s*(?:cpus?|processors?|sockets?|cores?)\b)"
+)
+"""A card model named without a card word: ``A100``, ``H100``, ``MI250X``, ``RTX 4090``,
+``Gaudi2`` (a capital letter, then digits: ``64 cores``, ``x86``, ``EPYC 7763 CPUs`` are not
+cards)."""
 _CPN = re.compile(
     rf"(?:(?P<a>\d+)\s*{_CARD_WORD}\s*(?:per|/|each\s+)\s*{_NODE_WORD}"
     rf"|{_NODE_WORD}\s+(?:with|of|having)\s+(?P<b>\d+)\s*(?:x\s*)?(?:[A-Za-z][\w-]*\s+)?{_CARD_WORD}"
+    rf"|{_NODE_WORD}\s+(?:with|of|having)\s+(?P<e>\d+)\s*(?:x\s*)?{_MODEL}"
     r"|(?:cards|gpus|npus|devices)[ _-]?per[ _-]?node\s*[:=]\s*(?P<c>\d+)"
     r"|nproc[_-]per[_-]node\s*[=: ]\s*(?P<d>\d+))",
     re.I,
@@ -284,15 +292,15 @@ _SINGLE = re.compile(
 
 def context(lines: list[str], used: set[int]) -> tuple[set[int], bool]:
     """Cards per node stated in the lines outside the table (``8 GPUs per node``, ``nodes with
-    8 A100``, ``cards_per_node: 8``, ``--nproc_per_node=8``) and whether the text says all runs
-    were on one node (``single node``, ``one machine``)."""
+    8 A100`` or ``8x H100 GPUs``, ``cards_per_node: 8``, ``--nproc_per_node=8``) and whether the
+    text says all runs were on one node (``single node``, ``one machine``)."""
     cpn: set[int] = set()
     single = False
     for i, line in enumerate(lines):
         if i + 1 in used:
             continue
         for m in _CPN.finditer(line):
-            v = next(g for g in (m.group("a"), m.group("b"), m.group("c"), m.group("d")) if g)
+            v = next(g for g in m.group("a", "b", "c", "d", "e") if g)
             cpn.add(int(v))
         if _SINGLE.search(line):
             single = True
