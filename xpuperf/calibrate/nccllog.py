@@ -9,6 +9,8 @@ prints and this reader knows (NCCL ``src/init.cc``, ``src/transport/{p2p,shm,net
 
 ==============================================  ===============================================
 ``NCCL version 2.18.5+cuda12.2``                version, CUDA
+``RCCL version 2.18.3+hip6.0 HEAD:…``,          library RCCL, version, HIP
+``RCCL version : 2.21.5-…`` + ``HIP version :``
 ``comm 0x… rank R nranks N cudaDev D busId B``   rank → host (from the prefix), device, bus id;
 (``nRanks N nNodes M localRanks L``, ``commId``)  the communicator (``commId`` when printed)
 ``Channel 00/08 :    0   7   6 …``              ring order of channel 0 (of 8)

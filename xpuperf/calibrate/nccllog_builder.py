@@ -62,6 +62,8 @@ class _Builder:
         dst.trees.update({k: v for k, v in src.trees.items() if k not in dst.trees})
         for k, v in src.connections.items():
             dst.connections.setdefault(k, v)
+        for k, v in src.ends.items():
+            dst.ends.setdefault(k, v)
         dst.searches += src.searches
         for k, v in src.ring_links.items():
             dst.ring_links.setdefault(k, v)
@@ -99,8 +101,10 @@ class _Builder:
         elif kind == "conn":
             conn: Connection = item[1]
             host = item[2]
-            c.connections.setdefault((conn.channel, conn.src, conn.dst, conn.via), conn)
             printer = conn.dst if "[receive]" in item[3] else conn.src
+            conn.printer = printer
+            c.connections.setdefault((conn.channel, conn.src, conn.dst, conn.via), conn)
+            c.ends.setdefault((conn.channel, conn.src, conn.dst, printer), conn)
             info = c.ranks.setdefault(printer, RankInfo(printer))
             if info.host is None and host is not None:
                 info.host = host

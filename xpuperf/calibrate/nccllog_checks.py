@@ -41,9 +41,10 @@ from xpuperf.calibrate.nccllog_net import (
     network_findings,
     rdma_failure_findings,
     scope,
+    transports_by_host,
 )
 from xpuperf.calibrate.nccllog_rings import ring_crossings
-from xpuperf.calibrate.nccllog_warn import warn_findings
+from xpuperf.calibrate.nccllog_warn import clip, warn_findings
 from xpuperf.findings import Check, Finding, Severity
 
 _OFF = {"1", "true", "yes"}
@@ -107,7 +108,7 @@ def _p2p(log: NcclLog, c: Comm | None, where: str) -> list[Finding]:
     if said:
         hosts = sorted({h for _, h, _ in said if h})
         parts.append(
-            f"NCCL said '{said[0][0][:140]}' (line {said[0][2]}; {len(said)} such line(s)"
+            f"NCCL said '{clip(said[0][0], 300)}' (line {said[0][2]}; {len(said)} such line(s)"
             f"{f' on {len(hosts)} host(s)' if len(hosts) > 1 else ''})"
         )
     if setting:
@@ -178,12 +179,7 @@ def _rings(c: Comm, where: str) -> list[Finding]:
 
 
 def _uniform(c: Comm, where: str) -> list[Finding]:
-    per_host: dict[str, set[str]] = {}
-    for x in c.connections.values():
-        hs, hd = c.host_of(x.src), c.host_of(x.dst)
-        if hs is None or hd is None:
-            continue
-        per_host.setdefault(hs, set()).add(("intra " if hs == hd else "inter ") + x.label)
+    per_host = transports_by_host(c)
     if len(per_host) < 2:
         return []
     sigs = Counter(frozenset(v) for v in per_host.values())
@@ -191,17 +187,23 @@ def _uniform(c: Comm, where: str) -> list[Finding]:
         return []
     common, n_common = sigs.most_common(1)[0]
     odd = [h for h, v in per_host.items() if frozenset(v) != common]
-    if n_common * 2 <= len(per_host):
+    majority = n_common * 2 > len(per_host)
+    if not majority:
         odd = sorted(per_host)  # no majority: name everyone
     desc = "; ".join(f"{h}: {', '.join(sorted(per_host[h]))}" for h in odd[:4])
+    more = f" (+{len(odd) - 4} more)" if len(odd) > 4 else ""
+    what = (
+        f"{len(odd)} of {len(per_host)} host(s) use different transports than the others "
+        f"({desc}{more}; most hosts: {', '.join(sorted(common))})"
+        if majority
+        else f"the {len(per_host)} hosts use different transports ({desc}{more})"
+    )
     return [
         Finding(
             "XP658",
             Severity.WARNING,
-            f"{where}: {len(odd)} of {len(per_host)} host(s) use different transports than the "
-            f"others ({desc}; most hosts: {', '.join(sorted(common))}); threshold: all hosts "
-            "alike — compare that node's drivers (nvidia-peermem, RDMA), NIC state and NCCL_* "
-            "environment with a good node",
+            f"{where}: {what}; threshold: all hosts alike — compare the differing hosts' "
+            "drivers (nvidia-peermem, RDMA), NIC state and NCCL_* environment with a good node",
             {"where": where, "hosts": odd},
         )
     ]

@@ -33,7 +33,11 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _PREFIX = re.compile(r"(?<![^\s:])([^\s:]+):(\d+):(\d+) \[(\d+)\] $")
 _WPREFIX = re.compile(r"(?<![^\s:])([^\s:]+):(\d+):(\d+) \[(\d+)\] (?:[^\s:]+:\d+ )?$")
 _MPI_TAG = re.compile(r"^\[\d+,(\d+)\]<std(?:out|err)>:")
-_VERSION = re.compile(r"[NR]CCL version (\d+\.\d+\.\d+)(?:\+(\S+))?")
+# NCCL "NCCL version 2.18.5+cuda12.2"; RCCL (src/init.cc) "RCCL version 2.10.3+hip4.3" (ROCm 4-5.3),
+# "RCCL version 2.13.4+hip5.4 develop:7e1cbb4" (5.4-6.2), "RCCL version : 2.21.5-develop:7e1cbb4"
+# then "HIP version  : 6.3.42131-fa1d09cbd" and "ROCm version : 6.3.0…" lines (6.3+).
+_VERSION = re.compile(r"\b([NR])CCL version(?: :)? (\d+\.\d+\.\d+)(?:\+(\S+))?")
+_HIP_VERSION = re.compile(r"\bHIP version\s*: (\d+\.\d+)")
 _COMM = re.compile(r"\bcomm (0x[0-9a-fA-F]+) rank (\d+) n[Rr]anks (\d+)(.*)$")
 _KV = re.compile(r"\b(cudaDev|nvmlDev|busId|commId|nNodes|localRanks|localRank) (\S+)")
 _RING = re.compile(
@@ -113,7 +117,12 @@ def _parse(b: _Builder, line: str, no: int) -> None:
     if log.version is None and "CCL version" in line:
         v = _VERSION.search(line)
         if v:
-            log.version, log.cuda = v.group(1), v.group(2)
+            log.library = "RCCL" if v.group(1) == "R" else "NCCL"
+            log.version, log.cuda = v.group(2), v.group(3) or log.cuda
+    if log.cuda is None and "HIP version" in line:
+        v = _HIP_VERSION.search(line)
+        if v:
+            log.library, log.cuda = "RCCL", f"hip{v.group(1)}"
     got = _split(line)
     if got is None:
         return

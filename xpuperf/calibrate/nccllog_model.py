@@ -31,7 +31,9 @@ class Connection:
 
     ``via`` is the text after ``via`` (``P2P/IPC/read``, ``NET/IB/0/GDRDMA``…); ``kind`` its
     first word (``P2P``, ``SHM``, ``NET``, ``COLLNET``…); ``net`` the network name for NET
-    (``IB``, ``Socket``, ``AWS Libfabric``…); ``gdr`` whether GPUDirect RDMA is used.
+    (``IB``, ``Socket``, ``AWS Libfabric``…); ``gdr`` whether GPUDirect RDMA is used;
+    ``printer`` the rank whose line it is (``dst`` for a ``[receive]`` line, else ``src``): the
+    end the transport (and its ``/GDRDMA``) describes.
     """
 
     channel: int
@@ -42,6 +44,7 @@ class Connection:
     net: str | None
     gdr: bool
     line: int
+    printer: int | None = None
 
     @property
     def label(self) -> str:
@@ -103,6 +106,9 @@ class Comm:
             the ``/NN`` of the ring lines.
         trees: (rank, channel) → (children, parent), ``-1`` = none.
         connections: (channel, src, dst, via) → :class:`Connection`, each once.
+        ends: (channel, src, dst, printer) → :class:`Connection`: every end of a connection as
+            its rank printed it (both ends of one connection may print the same ``via``, which
+            ``connections`` keeps once); what each host uses (XP653's hosts, XP658) is read here.
         searches: graph search lines; ``fallbacks``: (pattern, line) of "simple order" lines
             (and of 2.3-2.4 "Could not create rings", as the ring pattern 4).
         ring_links: (channel, rank) → (prev, next) from ``Ring 00 : p -> r -> n`` lines (2.12+,
@@ -118,6 +124,7 @@ class Comm:
     n_channels: int | None = None
     trees: dict[tuple[int, int], tuple[list[int], int]] = field(default_factory=dict)
     connections: dict[tuple[int, int, int, str], Connection] = field(default_factory=dict)
+    ends: dict[tuple[int, int, int, int], Connection] = field(default_factory=dict)
     searches: list[GraphSearch] = field(default_factory=list)
     fallbacks: list[tuple[int, int]] = field(default_factory=list)
     ring_links: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
@@ -143,7 +150,9 @@ class NcclLog:
 
     Attributes:
         sources: files read; ``info_lines`` / ``warn_lines``: NCCL INFO / WARN lines seen.
-        version, cuda: ``2.9.9``, ``cuda11.2`` (None when not printed).
+        library: ``NCCL``, or ``RCCL`` when its version line says so (RCCL, AMD's port, numbers
+            its versions as NCCL's and prints the same INFO lines).
+        version, cuda: ``2.9.9``, ``cuda11.2`` (RCCL: ``hip6.2``; None when not printed).
         comms: communicators, largest (the world) first.
         network: what ``Using network X`` names (``IB``, ``Socket``, ``AWS Libfabric``…).
         ib_devices: RDMA devices (``mlx5_0``…) NCCL listed; ``ib_none``: a "No device found";
@@ -164,6 +173,7 @@ class NcclLog:
 
     sources: list[str] = field(default_factory=list)
     info_lines: int = 0
+    library: str = "NCCL"
     version: str | None = None
     cuda: str | None = None
     comms: list[Comm] = field(default_factory=list)

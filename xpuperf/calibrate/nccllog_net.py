@@ -12,7 +12,8 @@ XP653   warning  GPUDirect RDMA not used: a ``GPU Direct RDMA Disabled for …``
                  own, any version's wording), or inter-node ``NET`` connections without ``/GDRDMA``
                  where the log shows RDMA HCAs, GDRDMA elsewhere or a GPU–NIC path of type
                  PIX/PXB (within NCCL_NET_GDR_LEVEL's default, PXB); info when nothing in the log
-                 says the NIC could do it
+                 says the NIC could do it. Names the hosts whose inter-node ends lack /GDRDMA
+                 (each end on the host of the rank that printed it: :func:`gdr_hosts`)
 XP655   warning  GPU→NIC path of type ``SYS`` (``Pattern …, type X/SYS`` on a multi-node
                  communicator, or NCCL 2.4 ``NIC distance : SYS`` for every NIC)
 XP660   warning  RDMA library or device could not be opened (``Failed to open libibverbs.so[.1]``,
@@ -88,6 +89,37 @@ def gpu_nic_paths(log: NcclLog, c: Comm) -> list[str]:
     ]
 
 
+def transports_by_host(c: Comm) -> dict[str, set[str]]:
+    """Host → the transports its ranks printed (``intra P2P/IPC/read``, ``inter NET/IB``…),
+    each end of a connection counted on the host of the rank that printed it (a ``[receive]``
+    line describes the receiving end: its ``/GDRDMA`` is that host's)."""
+    per_host: dict[str, set[str]] = {}
+    for x in c.ends.values():
+        hs, hd = c.host_of(x.src), c.host_of(x.dst)
+        hp = c.host_of(x.printer if x.printer is not None else x.src)
+        if hs is None or hd is None or hp is None:
+            continue
+        per_host.setdefault(hp, set()).add(("intra " if hs == hd else "inter ") + x.label)
+    return per_host
+
+
+def gdr_hosts(c: Comm) -> tuple[list[str], list[str]]:
+    """(hosts with an inter-node RDMA end without ``/GDRDMA``, hosts whose every such end has
+    it), from the end each rank printed (:attr:`Comm.ends`); hosts in first-seen order."""
+    without: dict[str, None] = {}
+    seen: dict[str, None] = {}
+    for x in c.ends.values():
+        if x.kind != "NET" or is_socket(x) or scope(c, x.src, x.dst) != "inter":
+            continue
+        h = c.host_of(x.printer if x.printer is not None else x.src)
+        if h is None:
+            continue
+        seen.setdefault(h, None)
+        if not x.gdr:
+            without.setdefault(h, None)
+    return list(without), [h for h in seen if h not in without]
+
+
 def network_findings(log: NcclLog, c: Comm, where: str) -> list[Finding]:
     """XP651/XP652/XP653/XP655 for communicator ``c``."""
     return _sockets(log, c, where) + _gdr(log, c, where) + _nic_socket(log, c, where)
@@ -144,11 +176,19 @@ def _sockets(log: NcclLog, c: Comm, where: str) -> list[Finding]:
             f"{where}: {what} and NCCL found no RDMA device{why}; {cost}; threshold 0 — if the "
             "nodes have InfiniBand/RoCE NICs install rdma-core/libibverbs and the NIC driver in "
             "the container and set NCCL_IB_HCA (plus NCCL_IB_GID_INDEX on RoCE); on AWS EFA or "
-            "other fabrics install their net plugin (aws-ofi-nccl); NCCL_SOCKET_IFNAME="
-            f"{env(log, 'NCCL_SOCKET_IFNAME') or 'unset'} picks the TCP interface",
+            f"other fabrics install their net plugin (aws-ofi-nccl); {_ifname(log)}",
             data,
         )
     ]
+
+
+def _ifname(log: NcclLog) -> str:
+    """What NCCL_SOCKET_IFNAME does here: echo its value, or say it is not set."""
+    value = env(log, "NCCL_SOCKET_IFNAME")
+    if value:
+        return f"NCCL_SOCKET_IFNAME={value} picks the TCP interface"
+    chose = f" (NCCL chose {', '.join(log.socket_ifs[:4])})" if log.socket_ifs else ""
+    return f"NCCL_SOCKET_IFNAME is not set{chose}; set it to pick the TCP interface"
 
 
 def _gdr(log: NcclLog, c: Comm, where: str) -> list[Finding]:
@@ -164,11 +204,20 @@ def _gdr(log: NcclLog, c: Comm, where: str) -> list[Finding]:
     quote = f"NCCL said: GPU Direct RDMA Disabled for {said[0][0]}" if said else ""
     if len(said) > 1:
         quote += f" (+{len(said) - 1} more such line(s))"
+    without, with_gdr = gdr_hosts(c)
     if no_gdr:
         lead = (
             f"{len(no_gdr)} of {len(rdma)} inter-node connection(s) via NET/{no_gdr[0].net} "
             "run without GPUDirect RDMA (no /GDRDMA)" + (f"; {quote}" if quote else "")
         )
+        if without and with_gdr:
+            lead += (
+                f"; the ends without it are on {_hosts(without)}, while {_hosts(with_gdr)} "
+                f"{'uses' if len(with_gdr) == 1 else 'use'} GDRDMA on every inter-node end: "
+                f"look at {'that host' if len(without) == 1 else 'those hosts'} first"
+            )
+        elif without:
+            lead += f" on {_hosts(without)}"
     else:
         lead = quote + " (no transport lines to show which connections it affects)"
     if close and no_gdr:
@@ -189,9 +238,16 @@ def _gdr(log: NcclLog, c: Comm, where: str) -> list[Finding]:
                 "net_connections": len(rdma),
                 "gdr_disabled_lines": [t for t, _, _ in said],
                 "gpu_nic_paths": sorted(set(paths)),
+                "hosts_without_gdr": without,
+                "hosts_with_gdr": with_gdr,
             },
         )
     ]
+
+
+def _hosts(hosts: list[str], limit: int = 4) -> str:
+    more = f" (+{len(hosts) - limit} more)" if len(hosts) > limit else ""
+    return f"host{'s' if len(hosts) > 1 else ''} " + ", ".join(hosts[:limit]) + more
 
 
 def _nic_socket(log: NcclLog, c: Comm, where: str) -> list[Finding]:

@@ -14,7 +14,15 @@ from collections import Counter
 from collections.abc import Callable
 
 from xpuperf.calibrate.nccllog_model import Comm, NcclLog
-from xpuperf.calibrate.nccllog_net import gpu_nic_paths, inter, is_socket, multi_node, scope
+from xpuperf.calibrate.nccllog_net import (
+    gdr_hosts,
+    gpu_nic_paths,
+    inter,
+    is_socket,
+    multi_node,
+    scope,
+    transports_by_host,
+)
 from xpuperf.calibrate.nccllog_rings import ring_crossings
 from xpuperf.calibrate.nccllog_warn import classify
 from xpuperf.findings import Check, CheckStatus, Finding, Severity
@@ -30,18 +38,36 @@ def _counted(conns: list) -> str:
     return ", ".join(f"{lab} ×{n}" for lab, n in Counter(x.label for x in conns).most_common())
 
 
-def _one_host(w: Comm | None) -> str | None:
-    if w is None:
-        return "no communicator line ('comm … rank R nranks N'); " + NET
+def _no_ranks(log: NcclLog, w: Comm | None) -> str | None:
+    """What is missing when no line says which host a rank runs on, else None."""
+    if w is not None and any(i.host for i in w.ranks.values()):
+        return None
+    seen = log.hosts
+    if not seen or (w is not None and w.ranks):
+        return "hosts of the ranks unknown (no 'host:pid:tid' prefix on the NCCL lines); " + NET
+    named = ", ".join(seen[:4]) + (f" (+{len(seen) - 4} more)" if len(seen) > 4 else "")
+    return (
+        f"no 'comm 0x… rank R nranks N' lines, so which rank runs on which of the "
+        f"{len(seen)} host(s) the line prefixes name ({named}) is unknown; rerun with "
+        "NCCL_DEBUG=INFO (NCCL_DEBUG=WARN prints only the WARN lines) NCCL_DEBUG_SUBSYS=INIT,NET"
+    )
+
+
+def _one_host(log: NcclLog, w: Comm | None) -> str | None:
+    if (why := _no_ranks(log, w)) is not None:
+        return why
     if not multi_node(w):
-        if not w.hosts:
-            return "hosts of the ranks unknown (no 'host:pid:tid' prefix); " + NET
         return "the log shows one host: no inter-node traffic to check"
     return None
 
 
+def _single(w: Comm | None) -> bool:
+    """All ranks of ``w`` are known to run on one host (nothing crosses or differs)."""
+    return w is not None and len(w.hosts) == 1 and not multi_node(w)
+
+
 def _network(log: NcclLog, w: Comm | None) -> Evidence:
-    if (why := _one_host(w)) is not None:
+    if (why := _one_host(log, w)) is not None:
         return False, why
     net = [x for x in inter(w) if x.kind == "NET"]
     if net:
@@ -58,7 +84,11 @@ def _gdr(log: NcclLog, w: Comm | None) -> Evidence:
     rdma = [x for x in net if not is_socket(x)]
     if rdma:
         n = sum(x.gdr for x in rdma)
-        return True, f"{n} of {len(rdma)} inter-node connection(s) use GDRDMA ({_counted(rdma)})"
+        without = gdr_hosts(w)[0] if n < len(rdma) else []
+        on = f"; without it on {', '.join(without[:4])}" if without else ""
+        return True, (
+            f"{n} of {len(rdma)} inter-node connection(s) use GDRDMA ({_counted(rdma)}){on}"
+        )
     if log.gdr_disabled:
         return True, f"{len(log.gdr_disabled)} 'GPU Direct RDMA Disabled for …' line(s)"
     if log.gdr_enabled:
@@ -66,7 +96,7 @@ def _gdr(log: NcclLog, w: Comm | None) -> Evidence:
             True,
             f"{len(log.gdr_enabled)} 'GPU Direct RDMA Enabled for …' line(s), none Disabled",
         )
-    if (why := _one_host(w)) is not None:
+    if (why := _one_host(log, w)) is not None:
         return False, why
     return False, "no inter-node 'via NET/…' lines and no 'GPU Direct RDMA …' line; " + NET
 
@@ -86,7 +116,7 @@ def _p2p(log: NcclLog, w: Comm | None) -> Evidence:
 
 
 def _nic(log: NcclLog, w: Comm | None) -> Evidence:
-    if (why := _one_host(w)) is not None:
+    if (why := _one_host(log, w)) is not None:
         return False, why
     paths = gpu_nic_paths(log, w)
     if paths:
@@ -103,6 +133,8 @@ def _crossings(log: NcclLog, w: Comm | None) -> Evidence:
             "no ring-order lines ('Channel NN/MM :  0 1 …', printed by rank 0); rerun with "
             "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT"
         )
+    if _single(w):
+        return False, f"one host ({w.hosts[0]}): the {len(rings)} ring(s) cross no node"
     known = [r for r in rings if r.cross_node_edges is not None]
     if not known:
         return False, (
@@ -130,7 +162,7 @@ def _construction(log: NcclLog, w: Comm | None) -> Evidence:
     version = tuple(int(x) for x in log.version.split(".")[:2]) if log.version else None
     if not searches and (version is None or version >= FALLBACK_INFO_FROM):
         return False, (
-            f"{rings} ring order(s) but no graph-search lines, and NCCL "
+            f"{rings} ring order(s) but no graph-search lines, and {log.library} "
             f"{log.version or '(version not printed)'} may print the simple-order fallback only "
             "with NCCL_DEBUG_SUBSYS=GRAPH (from 2.27); " + GRAPH
         )
@@ -138,14 +170,13 @@ def _construction(log: NcclLog, w: Comm | None) -> Evidence:
 
 
 def _uniform(log: NcclLog, w: Comm | None) -> Evidence:
-    hosts = set()
-    if w is not None:
-        for x in w.connections.values():
-            h = w.host_of(x.src)
-            if h is not None and w.host_of(x.dst) is not None:
-                hosts.add(h)
+    if _single(w):
+        return False, f"one host ({w.hosts[0]}): nothing to compare"
+    hosts = transports_by_host(w) if w is not None else {}
     if len(hosts) >= 2:
         return True, f"transport lines from {len(hosts)} hosts compared"
+    if (why := _no_ranks(log, w)) is not None:
+        return False, why
     return False, f"transport lines from {len(hosts)} host(s), 2 needed; " + NET
 
 

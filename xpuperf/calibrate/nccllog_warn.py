@@ -94,6 +94,15 @@ _WHAT = {
 MAX_LISTED = 4
 
 
+def clip(text: str, limit: int = 160) -> str:
+    """``text`` whole when it fits in ``limit`` characters, else cut at the last space before
+    the limit (a word never cut in two) with "…" appended."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return text[: cut if cut > limit // 2 else limit].rstrip(" ,;:.") + "…"
+
+
 def classify(text: str) -> str | None:
     """Finding code of a WARN message, ``None`` when another check reads it, ``"XP665"``
     (unknown) otherwise."""
@@ -124,7 +133,7 @@ def warn_findings(log: NcclLog, where: str) -> list[Finding]:
     for code in sorted(groups):
         lines = groups[code]
         counts = Counter(w.text for w in lines).most_common()
-        listed = "; ".join(f"'{t[:160]}' ×{n}" for t, n in counts[:MAX_LISTED])
+        listed = "; ".join(f"'{clip(t)}' ×{n}" for t, n in counts[:MAX_LISTED])
         more = f" (+{len(counts) - MAX_LISTED} more distinct)" if len(counts) > MAX_LISTED else ""
         hosts = sorted({w.host for w in lines if w.host})
         sev = Severity.WARNING if code == "XP665" else Severity.ERROR

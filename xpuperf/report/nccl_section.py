@@ -3,7 +3,8 @@
 Input: a :class:`~xpuperf.calibrate.nccllog_checks.NcclReport` (parsed NCCL INFO log +
 findings XP650–XP659). Presentation only.
 
-JSON (``--json`` key ``nccl``): ``sources``, ``version``, ``cuda``, ``ranks`` (world size),
+JSON (``--json`` key ``nccl``): ``sources``, ``library`` (``NCCL`` or ``RCCL``), ``version``,
+``cuda`` (``cuda12.2``; RCCL ``hip6.2``), ``ranks`` (world size),
 ``hosts`` (world communicator, rank order), ``network``, ``ib_devices``, ``socket_interfaces``,
 ``env`` (NCCL variables echoed), ``channels``, ``transports`` (``scope`` intra/inter/unknown,
 ``transport``, ``connections``), ``rings`` (``channel``, ``order``, ``cross_node_edges``,
@@ -84,6 +85,7 @@ def to_dict(report: NcclReport) -> dict[str, Any]:
     world = comms[0] if comms else {}
     return {
         "sources": log.sources,
+        "library": log.library,
         "version": log.version,
         "cuda": log.cuda,
         "ranks": world.get("ranks"),
@@ -120,9 +122,16 @@ def render_nccl(
     findings (``checks``/``findings`` False: the caller lists them with the others)."""
     log = report.log
     w = log.world
-    version = f"NCCL {log.version}" if log.version else "NCCL (version not printed)"
-    if w is None:
-        console.print(f"[bold]{version}[/] — no communicator in the log")
+    lib = log.library
+    version = f"{lib} {log.version}" if log.version else f"{lib} (version not printed)"
+    if w is None or not w.ranks:
+        seen = log.hosts
+        named = ", ".join(seen[:4]) + (f" (+{len(seen) - 4} more)" if len(seen) > 4 else "")
+        console.print(
+            f"[bold]{safe(version)}[/] — no 'comm … rank R nranks N' lines (NCCL_DEBUG=INFO "
+            "prints them), so the ranks' hosts are unknown"
+            + (f"; {len(seen)} host(s) in the line prefixes: {safe(named)}" if seen else "")
+        )
     else:
         hosts = w.hosts
         shown = ", ".join(hosts[:4]) + (f" (+{len(hosts) - 4} more)" if len(hosts) > 4 else "")
