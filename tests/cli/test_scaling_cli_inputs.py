@@ -76,9 +76,17 @@ def test_a_table_with_baseline_is_refused() -> None:
 
 def test_a_one_row_table_says_so() -> None:
     err = refused(run("analyze", str(DATA / "scaling_one_row/table.md")))
-    assert "a scaling table with 1 row(s), all at 8 card(s)" in err
+    assert "a scaling table with 1 usable row(s), all at 8 card(s):" in err
     assert "add the one-card run as a row" in err
     assert "--format" not in err
+
+
+def test_a_table_left_with_one_row_names_the_skipped_rows(tmp_path: Path) -> None:
+    p = tmp_path / "t.md"
+    p.write_text("| GPUs | img/s |\n|---|---|\n| 1 | 400 |\n| 8 | -2600 |\n")
+    err = refused(run("analyze", str(p)))
+    assert f"all at 1 card(s) (1 more skipped, first {p}:4: value -2600 ≤ 0)" in err
+    assert "add a row with more cards or fix the skipped rows" in err
 
 
 def test_html_is_refused_before_any_work(tmp_path: Path) -> None:

@@ -241,14 +241,16 @@ def _tables_alone(logs: list[str], baseline: str | None) -> None:
         cards = sorted({int(c) if float(c).is_integer() else c for c in table.rows["cards"]})
         if len(cards) < 2:
             raise InputError(
-                f"a scaling table with {len(table.rows)} row(s), all at {cards[0]} card(s): "
-                "efficiency compares each size with one card alone; add "
+                f"a scaling table with {len(table.rows)} usable row(s), all at {cards[0]} "
+                f"card(s){_skipped(table.skipped)}: efficiency compares each size with one card "
+                "alone; add "
                 + (
                     "a row with more cards"
                     if cards[0] == 1
                     else "the one-card run as a row (1 card, same per-card batch)"
                 )
-                + f" and analyse the table on its own with `xpuperf analyze {shlex.quote(p)}`",
+                + (" or fix the skipped rows" if table.skipped else "")
+                + f", then analyse the table on its own: `xpuperf analyze {shlex.quote(p)}`",
                 p,
             )
         if p == baseline:
@@ -262,6 +264,11 @@ def _tables_alone(logs: list[str], baseline: str | None) -> None:
             f"`xpuperf analyze {shlex.quote(p)}`; {why}",
             p,
         )
+
+
+def _skipped(skipped: list[str]) -> str:
+    """`` (2 more skipped, first t.md:4: value -2600 ≤ 0)`` or ``""``."""
+    return f" ({len(skipped)} more skipped, first {skipped[0]})" if skipped else ""
 
 
 def write_ci_outputs(

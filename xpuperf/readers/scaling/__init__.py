@@ -99,6 +99,8 @@ class ScalingTable:
         log_lines: lines outside the table that a step-log reader recognises (not read here);
             ``log_format``: that reader's ``--format`` name, ``log_first_line``: 1-based line of
             the first.
+        skipped: rows not read, ``file:line: why`` each (no card count, no value, a value ≤ 0, out
+            of range).
     """
 
     rows: pd.DataFrame
@@ -116,6 +118,7 @@ class ScalingTable:
     log_lines: int = 0
     log_format: str | None = None
     log_first_line: int = 0
+    skipped: list[str] = field(default_factory=list)
 
 
 def _decompressed(raw: bytes, limit: int, where: str | None) -> bytes:
@@ -175,7 +178,10 @@ def read_scaling_table(path_or_text: str | os.PathLike[str]) -> ScalingTable:
         InputError: no table with a card column and a throughput/time column; no row with a
             card count and a value (``file:line`` of the header).
     """
-    text, source = _text_of(path_or_text)
+    return _read(*_text_of(path_or_text))
+
+
+def _read(text: str, source: str) -> ScalingTable:
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     grids = find_grids(lines)
     if not grids:
@@ -249,7 +255,8 @@ def _build(grid: Grid, source: str, notes: list[str]) -> ScalingTable:
         value = row.get(mi, "")
         num = c.number(value, spaced_thousands=grid.spaced_thousands)
         if cards is None or cards.cards is None or num is None or num <= 0:
-            why = "no card count" if cards is None or cards.cards is None else "no value"
+            why = ("no card count" if cards is None or cards.cards is None
+                   else "no value" if num is None else f"value {num:g} ≤ 0")  # fmt: skip
             skipped.append(f"{source}:{line}: {why}")
             continue
         n = float(cards.cards)
@@ -303,6 +310,7 @@ def _build(grid: Grid, source: str, notes: list[str]) -> ScalingTable:
         form=grid.form,
         notes=notes,
         group_column=heads[label].text if several and label is not None else None,
+        skipped=skipped,
     )
 
 
@@ -380,11 +388,9 @@ def sniff_scaling_table(path: str | os.PathLike[str]) -> ScalingTable | None:
     if b"\x00" in raw[:4096]:
         return None
     try:
-        table = read_scaling_table(raw.decode("utf-8", errors="replace").lstrip("\ufeff"))
+        return _read(raw.decode("utf-8", errors="replace").lstrip("\ufeff"), str(path))
     except (InputError, ValueError, IndexError, KeyError):
         return None
-    table.source = str(path)
-    return table
 
 
 def looks_like_scaling_table(path: str | os.PathLike[str]) -> bool:
