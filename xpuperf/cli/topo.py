@@ -27,7 +27,13 @@ from xpuperf.report.terminal import safe
 from xpuperf.topology import audit, evidence, presets
 from xpuperf.topology import binding as bind
 from xpuperf.topology.binding import audit as bind_audit
-from xpuperf.topology.importers import detect, import_files, load_any, read_text
+from xpuperf.topology.importers import (
+    detect,
+    import_files,
+    load_any,
+    read_text,
+    refuse_long_lines,
+)
 from xpuperf.topology.model import Cluster
 from xpuperf.topology.schema import UnitError, parse_quantity
 from xpuperf.topology.view import describe, to_json_dict
@@ -40,10 +46,12 @@ topo_app = typer.Typer(
 )
 
 FileArg = Annotated[
-    str | None,
+    list[str] | None,
     typer.Argument(
-        help="Topology description (YAML or JSON, xpuperf.topology/1), or a tool's output that "
-        "`xpuperf topo import` reads (e.g. nvidia-smi topo -m)."
+        help="Topology description (YAML or JSON, xpuperf.topology/1), or tool outputs of the "
+        "same hosts that `xpuperf topo import` reads (nvidia-smi topo -m, lscpu, nvidia-smi -L "
+        "…), merged as import merges them.",
+        show_default=False,
     ),
 ]
 PresetOpt = Annotated[
@@ -58,30 +66,31 @@ NicOpt = Annotated[
     str | None, typer.Option("--nic", help='Generic cluster: NIC speed with unit, e.g. "200Gbps".')
 ]
 NicsOpt = Annotated[int, typer.Option("--nics-per-node", min=1, help="Generic cluster: NICs.")]
+HINT_CHARS = 1 << 20
+"""How much of a file that is no topology is searched for card names and VM hints."""
 JsonOpt = Annotated[str | None, typer.Option("--json", help="Write JSON to PATH, or - for stdout.")]
 
 
 def resolve(
-    file: str | None,
+    files: list[str] | str | None,
     preset: str | None,
     nodes: int | None,
     cards_per_node: int | None,
     nic: str | None,
     nics_per_node: int,
 ) -> Cluster:
-    """The cluster named by exactly one of FILE, --preset or --cards-per-node."""
-    given = [x for x in (file, preset, cards_per_node) if x is not None]
+    """The cluster named by exactly one of FILES, --preset or --cards-per-node."""
+    files = [files] if isinstance(files, str) else list(files or [])
+    given = [x for x in (files or None, preset, cards_per_node) if x is not None]
     if len(given) != 1:
         raise UsageError("give one of FILE, --preset NAME or --cards-per-node N (generic)")
-    if file is not None:
-        if file in presets.NODE_PRESETS and not Path(file).exists():
+    if files:
+        file = files[0]
+        if len(files) == 1 and file in presets.NODE_PRESETS and not Path(file).exists():
             raise UsageError(f"{file} is a preset name, not a file: use --preset {file}")
         if nodes is not None:
             raise UsageError("--nodes applies to --preset and generic clusters, not to FILE")
-        try:
-            return load_any(file)
-        except InputError as exc:  # a training log, NCCL log or nccl-tests output: who reads it
-            raise pointed(exc, TOPO) from exc
+        return _load_files(files)
     if preset is not None:
         if preset not in presets.NODE_PRESETS:
             raise UsageError(f"unknown preset {preset!r}; known: {', '.join(presets.NODE_PRESETS)}")
@@ -94,6 +103,64 @@ def resolve(
         return presets.generic(nodes or 1, cards_per_node or 1, speed, nics_per_node)
     except ValueError as e:
         raise UsageError(str(e)) from None
+
+
+def _split(files: list[str]) -> tuple[list[str], list[str], evidence.Hints]:
+    """(topology files, files that only name the cards or say it is a VM, their hints).
+
+    A file no importer knows and without such hints counts as a topology file, so that the
+    loader or the importer says what is wrong with it."""
+    topo, extra, hints = [], [], evidence.Hints()
+    for f in files:
+        text = read_text(f)
+        refuse_long_lines(text, f)
+        if "xpuperf.topology/" in text or detect(text):
+            topo.append(f)
+            continue
+        found = evidence.scan(text[:HINT_CHARS], f)  # card lists and preambles come first
+        (extra if found.worth_keeping() else topo).append(f)
+        hints.add(found)
+    return topo, extra, hints
+
+
+def _evidence_only(path: str, hints: evidence.Hints) -> InputError:
+    """The one-line error for a file that names cards or a VM but holds no topology."""
+    if hints.models:
+        what = f"`nvidia-smi -L` output ({len(hints.models)} card(s))"
+    elif hints.gpu_names:
+        what = f"a list of card names ({', '.join(hints.gpu_names[:2])})"
+    else:
+        what = "a VM hint (" + hints.hypervisor[0].split(": ", 1)[-1] + ")"
+    return InputError(
+        f"this is {what}, not a topology: it has no links between the cards. Add `nvidia-smi "
+        f"topo -m` output of the same host: `xpuperf topo check {path} TOPO_M.txt` (several "
+        "files are merged as `xpuperf topo import` merges them)",
+        path,
+    )
+
+
+def _load_files(files: list[str]) -> Cluster:
+    """One description or tool output (:func:`load_any`), or tool outputs of the same hosts
+    merged as ``topo import`` merges them. Files that only name the cards or the hypervisor
+    are left to the evidence checks."""
+    topo, extra, hints = _split(files)
+    if not topo:  # nccl-tests output names its cards too: say who reads it
+        raise pointed(_evidence_only(extra[0], hints), TOPO)
+    desc = [f for f in topo if "xpuperf.topology/" in read_text(f)]
+    if desc:  # lscpu beside a description only says whether this is a VM (evidence checks)
+        topo = [f for f in topo if f in desc or detect(read_text(f)) != ["lscpu"]]
+    try:
+        if len(topo) == 1:
+            return load_any(topo[0])
+        if desc:
+            raise UsageError(
+                "a description file cannot be merged with other topology files: give it alone "
+                "(plus `nvidia-smi -L` or `lscpu` output for the evidence checks), or import "
+                "the tool outputs together with `xpuperf topo import FILES -o DESCRIPTION`"
+            )
+        return import_files(topo).cluster
+    except InputError as exc:  # a training log, NCCL log or nccl-tests output: who reads it
+        raise pointed(exc, TOPO) from exc
 
 
 def nic_speed_Gbps(text: str | None, flag: str) -> float | None:
@@ -113,11 +180,10 @@ def nic_speed_Gbps(text: str | None, flag: str) -> float | None:
     return speed
 
 
-def _evidence(files: list[str], cluster: Cluster | None) -> tuple[list, list]:
-    """Checks and findings of :mod:`xpuperf.topology.evidence` over the raw input files."""
+def _evidence(files: list[str], cluster: Cluster | None) -> tuple[list, list, evidence.Hints]:
+    """Checks, findings and hints of :mod:`xpuperf.topology.evidence` over the input files."""
     texts = [(f, read_text(f)) for f in files if Path(f).is_file()]
-    checks, findings, _ = evidence.assess(texts, cluster)
-    return checks, findings
+    return evidence.assess(texts, cluster)
 
 
 def _print_checks(console, checks: list) -> None:
@@ -144,7 +210,7 @@ def _emit_json(data: object, json_out: str, inputs: list[str]) -> None:
 
 @topo_app.command("show")
 def show(
-    file: FileArg = None,
+    files: FileArg = None,
     preset: PresetOpt = None,
     nodes: NodesOpt = None,
     cards_per_node: CardsOpt = None,
@@ -156,20 +222,21 @@ def show(
     """Print a picture of the cluster: per node, cards grouped by link kind, NUMA and NIC
     affinity; or its JSON description (--json)."""
     _check_json_opt(json_out)
-    cluster = resolve(file, preset, nodes, cards_per_node, nic, nics_per_node)
+    files = list(files or [])
+    cluster = resolve(files, preset, nodes, cards_per_node, nic, nics_per_node)
     if json_out:
-        _emit_json(to_json_dict(cluster), json_out, [file] if file else [])
+        _emit_json(to_json_dict(cluster), json_out, files)
     if json_out != "-":
         console = out_console(quiet)
         for line in describe(cluster):
             console.print(line, markup=False, soft_wrap=True)
-        for f in _evidence([file] if file else [], cluster)[1]:
+        for f in _evidence(files, cluster)[1]:
             console.print(f"{f.code} {f.severity.value}: {f.message}", markup=False, soft_wrap=True)
 
 
 @topo_app.command("check")
 def check(
-    file: FileArg = None,
+    files: FileArg = None,
     preset: PresetOpt = None,
     nodes: NodesOpt = None,
     cards_per_node: CardsOpt = None,
@@ -206,10 +273,11 @@ def check(
     if binding_format is not None and binding is None:
         raise UsageError("--binding-format needs --binding FILE")
     _check_json_opt(json_out)
-    cluster = resolve(file, preset, nodes, cards_per_node, nic, nics_per_node)
+    files = list(files or [])
+    cluster = resolve(files, preset, nodes, cards_per_node, nic, nics_per_node)
     findings = audit.check(cluster)
     checks = audit.checks(cluster, findings)
-    ev_checks, ev_findings = _evidence([file] if file else [], cluster)
+    ev_checks, ev_findings, _ = _evidence(files, cluster)
     checks += ev_checks
     findings = sorted(findings + ev_findings, key=lambda f: (-f.severity.rank, f.code))
     doc: dict = {}
@@ -225,9 +293,14 @@ def check(
         err = err_console(quiet)
         for note in bf.notes:
             err.print("note: " + safe(note), markup=False)
-    inputs = [p for p in (file, binding) if p]
+    inputs = [*files, *([binding] if binding else [])]
     if json_out:
-        out = {"findings": [f.to_dict() for f in findings], "checks": [c.to_dict() for c in checks]}
+        out = {
+            "schema": audit.CHECK_SCHEMA,
+            "inputs": files,
+            "findings": [f.to_dict() for f in findings],
+            "checks": [c.to_dict() for c in checks],
+        }
         _emit_json({**out, **doc}, json_out, inputs)
     if json_out != "-":
         console = out_console(quiet)
@@ -273,28 +346,24 @@ def import_(
     was inferred go to stderr."""
     if output is not None:
         check_not_input(output, files)
-    topo_files, extra = [], []  # extra: files that only name cards or the hypervisor
-    for f in files:
-        text = read_text(f)
-        hints = evidence.scan(text, f)
-        known = bool(detect(text))
-        (topo_files if known or not (hints.gpu_names or hints.hypervisor) else extra).append(f)
+    topo_files, extra, hints = _split(files)  # extra: files that only name cards or a VM
     if not topo_files:  # only card names or hypervisor hints: not a topology by itself
-        exc = InputError(
-            "not a topology format xpuperf can import (nvidia-smi topo -m, numactl -H, lscpu, "
-            "npu-smi info, NCCL topology XML, rocm-smi --showtopo, HCCL rank table JSON)",
-            files[0],
-        )
-        raise pointed(exc, TOPO)
+        raise pointed(_evidence_only(extra[0], hints), TOPO)
     try:
         result = import_files(topo_files)
     except InputError as exc:  # a training log or nccl-tests output: say who reads it
         raise pointed(exc, TOPO) from exc
-    data = to_json_dict(result.cluster)
+    ev_checks, ev_findings, hints = _evidence(files, result.cluster)
+    cluster = evidence.with_card_models(result.cluster, hints.models)
+    data = to_json_dict(cluster)
+    if (kept := evidence.to_description(hints)) is not None:  # topo check gives the same verdict
+        data = {**{k: v for k, v in data.items() if k != "nodes"}, "evidence": kept,
+                "nodes": data["nodes"]}  # fmt: skip
     if output is not None and output.lower().endswith(".json"):
         text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     else:
         head = "".join(f"#   {p}: {', '.join(f)}\n" for p, f in result.formats.items())
+        head += "".join(f"#   {p}: card names / VM hints (evidence)\n" for p in extra)
         text = "# imported by xpuperf topo import from\n" + head
         text += yaml.safe_dump(
             _drop_nulls(data), sort_keys=False, allow_unicode=True, width=100,
@@ -303,15 +372,16 @@ def import_(
     err = err_console(quiet)
     for note in result.notes:
         err.print("note: " + safe(note))
-    for f in _evidence(files, result.cluster)[1]:
+    for f in ev_findings:
         err.print(f"{f.code} {f.severity.value}: " + safe(f.message), markup=False)
     for f in extra:
         err.print(f"note: {safe(f)}: read for card names and VM hints only", markup=False)
+    _print_checks(err, ev_checks)  # the audit's own checks: `xpuperf topo check DESCRIPTION`
     if output is None:
         sys.stdout.write(text)
         return
     write_text_atomic(output, text)
-    c = result.cluster
+    c = cluster
     err.print(f"wrote {output}: {len(c.nodes)} node(s), {len(c.slots)} cards", markup=False)
 
 

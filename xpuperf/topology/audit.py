@@ -23,6 +23,10 @@ from xpuperf.topology.build import format_cpus
 from xpuperf.topology.model import Cluster, Node
 from xpuperf.topology.view import _shape
 
+CHECK_SCHEMA = "xpuperf.topo-check/1"
+"""``schema`` of the ``topo check --json`` document: ``inputs`` (files), ``findings``, ``checks``
+and, with ``--binding``, ``binding`` (docs/topology.md)."""
+
 MAX_CARDS_PER_NIC = 2
 """XP502 fires when more cards than this share one NIC."""
 

@@ -27,19 +27,24 @@ Two checks, each returning a :class:`~xpuperf.findings.Check` and its findings (
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
+
+import yaml
 
 from xpuperf.errors import InputError
 from xpuperf.findings import Check, CheckStatus, Finding, Severity
 from xpuperf.topology.importers import nvsmi
 from xpuperf.topology.model import Cluster, Node
 
-_SMI_L = re.compile(r"^\s*GPU \d+: (.+?) \(UUID:", re.M)  # nvidia-smi -L
+_SMI_L = re.compile(r"^[ \t]*GPU (\d{1,4}): ([^\n]+?) \(UUID:", re.M)  # nvidia-smi -L
 _SMI_TABLE = re.compile(
-    r"^\|\s+\d+\s+((?:NVIDIA |Tesla |GeForce |Quadro |TITAN ).+?)\s+O(?:n|ff)\s+\|", re.M
+    r"^\|[ \t]+(\d{1,4})[ \t]+((?:NVIDIA |Tesla |GeForce |Quadro |TITAN )[^\n|]+?)"
+    r"[ \t]+O(?:n|ff)[ \t]+\|",
+    re.M,
 )
 _RANK = re.compile(
     r"#\s*Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+\S+\s+device\s+\d+\s+\[[^\]]*\]\s*(\S.*)$",
@@ -72,18 +77,31 @@ class Hints:
     gpu_names: list[str] = field(default_factory=list)
     hypervisor: list[str] = field(default_factory=list)
     codes: dict[tuple[str, str], str] = field(default_factory=dict)
+    models: dict[int, str] = field(default_factory=dict)
 
     def add(self, other: Hints) -> None:
         self.gpu_names += [n for n in other.gpu_names if n not in self.gpu_names]
-        self.hypervisor += [h for h in other.hypervisor if h not in self.hypervisor]
+        seen = {h.split(" (kept in ")[0] for h in self.hypervisor}
+        self.hypervisor += [h for h in other.hypervisor if h.split(" (kept in ")[0] not in seen]
         self.codes.update(other.codes)
+        for i, name in other.models.items():
+            self.models.setdefault(i, name)
+
+    def worth_keeping(self) -> bool:
+        """True when the input named cards or said it is a VM (what a description keeps)."""
+        return bool(self.gpu_names or self.hypervisor)
 
 
 def scan(text: str, source: str = "<text>") -> Hints:
-    """Card names, hypervisor hints and ``nvidia-smi topo -m`` cells found in ``text``."""
+    """Card names, hypervisor hints and ``nvidia-smi topo -m`` cells found in ``text``; in a
+    description file (``xpuperf.topology/1``) also its ``evidence`` block (:func:`kept`)."""
     h = Hints()
-    names = _SMI_L.findall(text) + _SMI_TABLE.findall(text) + _RANK.findall(text)
+    indexed = _SMI_L.findall(text) + _SMI_TABLE.findall(text)
+    h.models = {int(i): n.strip() for i, n in reversed(indexed) if n.strip()}  # first wins
+    names = [n for _, n in indexed] + _RANK.findall(text)
     h.gpu_names = list(dict.fromkeys(n.strip() for n in names if n.strip()))
+    if "xpuperf.topology/" in text:
+        h.add(kept(text, source))
     if m := _HV_VENDOR.search(text):
         h.hypervisor.append(f"{source}: lscpu 'Hypervisor vendor: {m.group(1)}'")
     elif _HV_FLAG.search(text):
@@ -102,6 +120,68 @@ def scan(text: str, source: str = "<text>") -> Hints:
         except InputError:  # the importer reports a broken table; the scan stays best-effort
             h.codes = {}
     return h
+
+
+_EVIDENCE_KEY = re.compile(r'^[ \t{]*"?evidence"?[ \t]*:', re.M)
+EVIDENCE_KEYS = ("cards", "hypervisor")
+"""Keys of a description's ``evidence`` block (docs/topology.md): ``cards``, the card model
+names as the tools printed them; ``hypervisor``, the hints that the host is a VM, each with the
+file it came from. ``xpuperf topo import`` writes it so that ``topo check`` on the description
+gives the verdicts the raw tool outputs gave."""
+
+
+def to_description(hints: Hints) -> dict[str, list[str]] | None:
+    """The ``evidence`` block of a description for ``hints``; None when there is nothing to keep."""
+    out = {"cards": list(hints.gpu_names), "hypervisor": list(hints.hypervisor)}
+    out = {k: v for k, v in out.items() if v}
+    return out or None
+
+
+def kept(text: str, source: str = "<text>") -> Hints:
+    """The ``evidence`` block of description text (YAML or JSON) as :class:`Hints`.
+
+    Raises:
+        InputError: the block is not a mapping of ``cards``/``hypervisor`` lists of strings.
+    """
+    h = Hints()
+    if not _EVIDENCE_KEY.search(text):
+        return h
+    try:
+        data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError, RecursionError):
+        return h  # the loader reports a broken description with its line
+    block = data.get("evidence") if isinstance(data, dict) else None
+    if block is None:
+        return h
+    ok = isinstance(block, dict) and set(block) <= set(EVIDENCE_KEYS)
+    ok = ok and all(
+        isinstance(v, list) and all(isinstance(x, str) for x in v) for v in block.values()
+    )
+    if not ok:
+        raise InputError(
+            "evidence: must be a mapping with 'cards' and 'hypervisor' lists of strings (as "
+            "`xpuperf topo import` writes it)",
+            source,
+        )
+    h.gpu_names = list(dict.fromkeys(x.strip() for x in block.get("cards", []) if x.strip()))
+    h.hypervisor = [f"{x} (kept in {source})" for x in block.get("hypervisor", []) if x.strip()]
+    return h
+
+
+def with_card_models(cluster: Cluster, models: dict[int, str]) -> Cluster:
+    """``cluster`` with each card's ``model`` set from ``models`` (index → name, from
+    ``nvidia-smi -L`` or the ``nvidia-smi`` table) where the description has none. Only for
+    a one-node cluster: the tools print one host."""
+    if len(cluster.nodes) != 1 or not models:
+        return cluster
+    node = cluster.nodes[0]
+    devices = tuple(
+        replace(d, model=models[d.index]) if d.model is None and d.index in models else d
+        for d in node.devices
+    )
+    if devices == node.devices:
+        return cluster
+    return replace(cluster, nodes=(replace(node, devices=devices),))
 
 
 def is_consumer(name: str) -> bool:
@@ -147,18 +227,29 @@ def _fmt_pairs(pairs: list[tuple[int, int]], limit: int = 4) -> str:
     return text + (f" … ({len(pairs)} pairs)" if len(pairs) > limit else "")
 
 
+ADD_CARD_NAMES = (
+    "card model unknown: add `nvidia-smi -L` output of the same host as one more file "
+    "(`xpuperf topo check FILES nvidia-smi-L.txt`; `topo import` keeps the names in the "
+    "description), or nccl-tests output whose '# Rank … device' lines name the cards"
+)
+ADD_LSCPU = (
+    "add `lscpu` output of the same host as one more file (`xpuperf topo check FILES "
+    "lscpu.txt`; `topo import` keeps its 'Hypervisor vendor' line in the description)"
+)
+
+
 def consumer_p2p(
-    names: Iterable[str], hints: Hints | None = None, cluster: Cluster | None = None
+    names: Iterable[str],
+    hints: Hints | None = None,
+    cluster: Cluster | None = None,
+    missing: str = ADD_CARD_NAMES,
 ) -> tuple[Check, list[Finding]]:
-    """Check ``topology.consumer_p2p`` (XP520) over the card ``names`` seen in the inputs."""
+    """Check ``topology.consumer_p2p`` (XP520) over the card ``names`` seen in the inputs;
+    ``missing`` is the ``not_checked`` evidence when no name was seen."""
     names = list(dict.fromkeys(names))
     title = "peer-to-peer between the cards (consumer GPUs)"
     if not names:
-        return Check(
-            "topology.consumer_p2p", title, CheckStatus.NOT_CHECKED,
-            "card model unknown: add `nvidia-smi -L` output, or nccl-tests output whose "
-            "'# Rank … device' lines name the cards",
-        ), []  # fmt: skip
+        return Check("topology.consumer_p2p", title, CheckStatus.NOT_CHECKED, missing), []
     consumer = [n for n in names if is_consumer(n)]
     if not consumer:
         return Check(
@@ -265,13 +356,13 @@ def vm_flat(hints: Hints, cluster: Cluster | None = None) -> tuple[Check, list[F
     msg = (
         f"{what}: no PCIe switch visible between cards or NICs (threshold: at least one PIX/PXB). "
         "Normal for cards on CPU root ports of a bare-metal host (e.g. AWS g5); inside a VM it "
-        f"means NCCL cannot see the host's PCIe tree. If this is a VM: {remedy}. Add `lscpu` "
-        "output to tell (its 'Hypervisor vendor' line)."
+        f"means NCCL cannot see the host's PCIe tree. If this is a VM: {remedy}. To tell, "
+        f"{ADD_LSCPU}."
     )
     f = Finding("XP522", Severity.INFO, msg, {"cells": what, "remedy": remedy})
     return Check(
         "topology.vm_flat", title, CheckStatus.NOT_CHECKED,
-        f"{what}, but nothing says whether this is a VM: add `lscpu` output", ("XP522",),
+        f"{what}, but nothing says whether this is a VM: {ADD_LSCPU}", ("XP522",),
     ), [f]  # fmt: skip
 
 

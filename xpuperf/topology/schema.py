@@ -153,7 +153,7 @@ def _bare_message(base: str, value: float) -> str:
 
 # Allowed keys per object (quantity fields listed by their bare name; see quantity_keys).
 KEYS: dict[str, tuple[str, ...]] = {
-    "cluster": ("schema", "name", "network", "placement", "ranks", "nodes"),
+    "cluster": ("schema", "name", "network", "placement", "ranks", "nodes", "evidence"),
     "network": (
         "fabric",
         "switch_levels",

@@ -118,13 +118,55 @@ def import_topology(paths: Iterable[str | Path]) -> Cluster:
     return import_files(paths).cluster
 
 
+MAX_LINE_CHARS = 1 << 20
+"""Longest line a YAML description may have. PyYAML's scanner takes about 0.4 s per MB of one
+line (a 50 MB line without a newline took 60 s in ``topo check``); a description written by
+hand or by ``topo import`` has lines of a few hundred characters."""
+
+
+def _longest_line(text: str) -> tuple[int, int]:
+    """(length, 1-based line number) of the longest line of ``text``, in one pass."""
+    best, best_no, start, no = 0, 1, 0, 1
+    while True:
+        end = text.find("\n", start)
+        stop = len(text) if end < 0 else end
+        if stop - start > best:
+            best, best_no = stop - start, no
+        if end < 0:
+            return best, best_no
+        start, no = end + 1, no + 1
+
+
+def refuse_long_lines(text: str, path: str | Path) -> None:
+    """Raise InputError when ``text`` (not JSON or XML, which may come on one line) has a line
+    longer than :data:`MAX_LINE_CHARS`: no tool output or YAML description has one, and the
+    sniffers and PyYAML would spend seconds per 10 MB on it."""
+    if text.lstrip()[:1] in ("{", "[", "<"):
+        return
+    size, no = _longest_line(text)
+    if size > MAX_LINE_CHARS:
+        raise InputError(
+            f"line {no} is {size:,} characters long (limit {MAX_LINE_CHARS:,}): not a topology "
+            "description or tool output; pass a description (xpuperf.topology/1) or the output "
+            "of nvidia-smi topo -m, lscpu, numactl -H …",
+            path,
+            no,
+        )
+
+
 def load_any(path: str | Path) -> Cluster:
-    """A description file, or any single file an importer recognises (``topo show FILE``)."""
+    """A description file, or any single file an importer recognises (``topo show FILE``).
+
+    Raises:
+        InputError: as the importers and the loader; a line longer than
+            :data:`MAX_LINE_CHARS` outside JSON/XML (:func:`refuse_long_lines`).
+    """
     from xpuperf.topology.loader import load
 
     p = Path(path)
     if p.is_file():
         text = read_text(p)
+        refuse_long_lines(text, p)
         if "xpuperf.topology/" not in text and detect(text):
             return import_topology([p])
     return load(p)
@@ -139,4 +181,5 @@ __all__ = [
     "load_any",
     "parse_text",
     "read_text",
+    "refuse_long_lines",
 ]
