@@ -1,10 +1,12 @@
 """Calibration findings (XP6xx): what the fitted model and the topology say about the cluster.
 
-- XP601 measured busbw plateau < 70 % of what the topology allows (needs a topology): for a
+- XP601 measured busbw plateau < 70 % of what the topology allows (needs a topology, or
+  ``--link``: then the link's figure of :mod:`.single` is the ceiling): for a
   multi-node group, the sum over the NICs used on one node of min(NIC line rate, PCIe slot)
   (ring busbw is bounded by the node's outbound bandwidth); for one node, the slowest link of
   the ring over the used cards in index order (:meth:`Cluster.path`). Likely causes are named
-  from the topology (NIC on another socket, shared NIC) plus the usual software ones.
+  from the topology (NIC on another socket, shared NIC) plus the usual software ones. A plateau
+  above 110 % of the ceiling did not run over it (:func:`.single.above_link`): ``not_checked``.
 - XP602 held-out (leave-one-out) busbw error above 15 % at ≥ 1 MiB, or latency floor above 25 %.
 - XP603 nccl-tests counted wrong elements or out-of-bounds values: the timings are suspect.
 - XP604 no latency-dominated size measured: ``latency_us`` is an extrapolation.
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from xpuperf.calibrate.fit import BW_TARGET, LAT_TARGET, MIB, Fit
 from xpuperf.calibrate.nccltests import TableInfo
+from xpuperf.calibrate.single import ABOVE_LINK, Link, above_link
 from xpuperf.findings import Check, CheckStatus, Finding, Severity
 from xpuperf.topology.model import Cluster
 
@@ -30,6 +33,11 @@ SOFTWARE_CAUSES = (
     "GPUDirect RDMA off or unavailable (no '/GDRDMA' on NET lines)",
     "too few NCCL channels for the NICs (NCCL_MIN_NCHANNELS)",
     "oversubscribed or congested switch uplinks",
+)
+INTRA_CAUSES = (
+    "peer-to-peer off or through host memory (NCCL_DEBUG=INFO shows 'via SHM' or P2P disabled: "
+    "consumer cards, ACS/IOMMU in a VM, NCCL_P2P_DISABLE or NCCL_P2P_LEVEL set)",
+    "fewer or slower links than assumed (nvidia-smi topo -m: NV# counts, PCIe generation)",
 )
 
 
@@ -175,16 +183,27 @@ def topology_findings(fit: Fit, cluster: Cluster) -> list[Finding]:
     if got is None:
         return []
     ceil, what, causes = got
+    named = causes + (list(SOFTWARE_CAUSES) if fit.nodes and fit.nodes > 1 else [])
+    return _plateau_findings(fit, ceil, f"the topology allows ({what}", named)
+
+
+def link_findings(fit: Fit, link: Link) -> list[Finding]:
+    """XP601 for one fit against ``--link`` (no topology): the plateau vs the link's figure."""
+    multi = fit.nodes is None or fit.nodes > 1
+    named = list(SOFTWARE_CAUSES if multi else ()) + list(INTRA_CAUSES)
+    return _plateau_findings(fit, link.bw_GBps, f"--link gives ({link.label}", named)
+
+
+def _plateau_findings(fit: Fit, ceil: float, what: str, named: list[str]) -> list[Finding]:
     frac = fit.busbw_GBps / ceil if ceil > 0 else float("inf")
     if frac >= PLATEAU_FRACTION:
         return []
-    named = causes + (list(SOFTWARE_CAUSES) if fit.nodes and fit.nodes > 1 else [])
     return [
         Finding(
             "XP601",
             Severity.WARNING,
             f"{_label(fit)}: busbw plateau {_gb(fit.busbw_GBps)} is {frac:.0%} of the "
-            f"{_gb(ceil)} the topology allows ({what}; threshold {PLATEAU_FRACTION:.0%}). "
+            f"{_gb(ceil)} {what}; threshold {PLATEAU_FRACTION:.0%}). "
             f"Likely causes: {'; '.join(named) if named else 'links slower than described'}. "
             "Check with NCCL_DEBUG=INFO which transport each channel uses.",
             {
@@ -213,8 +232,11 @@ def _merge(name: str, title: str, parts: list[tuple[CheckStatus, str]], codes: t
     return Check(name, title, status, "; ".join(e for _, e in parts), codes)
 
 
-def fit_checks(fits: list[Fit], findings: list[Finding], cluster: Cluster | None) -> list[Check]:
-    """``calibrate.*`` checks of XP601, XP602, XP604, XP605 over the fits (from ``findings``)."""
+def fit_checks(
+    fits: list[Fit], findings: list[Finding], cluster: Cluster | None, link: Link | None = None
+) -> list[Check]:
+    """``calibrate.*`` checks of XP601, XP602, XP604, XP605 over the fits (from ``findings``);
+    the plateau is compared with ``cluster``, else with ``link`` (``--link``)."""
 
     def has(code: str, fit: Fit) -> bool:
         return any(f.code == code and f.data.get("collective") == fit.collective
@@ -242,8 +264,24 @@ def fit_checks(fits: list[Fit], findings: list[Finding], cluster: Cluster | None
             else (CheckStatus.CLEAN, f"{lab}: plateau {_gb(fit.busbw_GBps)} reached")
         )
         got = ceiling(fit, cluster) if cluster is not None else None
-        if cluster is None:
-            topo.append((CheckStatus.NOT_CHECKED, f"{lab}: no topology; pass --topology FILE"))
+        if cluster is None and link is not None:
+            got = (link.bw_GBps, f"{link.label}, --link")
+        if got is not None and fit.busbw_GBps > ABOVE_LINK * got[0]:
+            topo.append(
+                (
+                    CheckStatus.NOT_CHECKED,
+                    f"{lab}: plateau {_gb(fit.busbw_GBps)} vs {_gb(got[0])} ({got[1]}): "
+                    + above_link(fit.nodes),
+                )
+            )
+        elif cluster is None and link is None:
+            topo.append(
+                (
+                    CheckStatus.NOT_CHECKED,
+                    f"{lab}: no topology and no link; pass --topology FILE or --link (pcie4, "
+                    "nvlink-h100, 400Gbps)",
+                )
+            )
         elif got is None:
             topo.append(
                 (
@@ -255,7 +293,8 @@ def fit_checks(fits: list[Fit], findings: list[Finding], cluster: Cluster | None
             topo.append(
                 (
                     CheckStatus.PROBLEM,
-                    f"{lab}: plateau below {PLATEAU_FRACTION:.0%} of {_gb(got[0])}",
+                    f"{lab}: plateau {_gb(fit.busbw_GBps)} below {PLATEAU_FRACTION:.0%} of "
+                    f"{_gb(got[0])} ({got[1]})",
                 )
             )
         else:

@@ -31,6 +31,11 @@ from xpuperf.topology import evidence
 from xpuperf.topology.model import Cluster
 
 MEASUREMENTS = ("best", "out-of-place", "in-place")
+NO_CARD_NAMES = (
+    "card model unknown: the output has no '#  Rank N Group G Pid P on HOST device D [BUS] NAME' "
+    "lines (nccl-tests prints them before the table; keep them when pasting), nor does a "
+    "--topology description"
+)
 
 
 @dataclass
@@ -163,12 +168,15 @@ def calibrate_files(
 
 
 def _finish(result: CalibrationResult, cluster: Cluster | None) -> None:
-    """Findings and checks that depend on the topology (XP601, XP606/XP607, XP520)."""
+    """Findings and checks that depend on the topology or ``--link`` (XP601, XP606/XP607,
+    XP520)."""
     found = list(result.base_findings)
-    if cluster is not None:
-        for fit in result.fits:
+    for fit in result.fits:
+        if cluster is not None:
             found += checks.topology_findings(fit, cluster)
-    out = checks.fit_checks(result.fits, found, cluster) if result.fits else []
+        elif result.link is not None:
+            found += checks.link_findings(fit, result.link)
+    out = checks.fit_checks(result.fits, found, cluster, result.link) if result.fits else []
     out.append(checks.wrong_check(result.tables, result.wrong))
     for m in result.measurements:
         link = result.link
@@ -180,7 +188,9 @@ def _finish(result: CalibrationResult, cluster: Cluster | None) -> None:
     for report in result.nccl:  # the NCCL log checks (nccllog_checks), when it reports them
         out += list(getattr(report, "checks", None) or [])
     names = [d for _, t in result.tables for d in t.devices]
-    check, fs = evidence.consumer_p2p(names, cluster=cluster)
+    if cluster is not None:
+        names += [d.model for n in cluster.nodes for d in n.devices if d.model]
+    check, fs = evidence.consumer_p2p(names, cluster=cluster, missing=NO_CARD_NAMES)
     out.append(check)
     found += fs
     result.checks = out

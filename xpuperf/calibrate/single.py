@@ -16,7 +16,13 @@ link under it should give:
 - below 1 MiB a collective is latency-bound (the α term dominates; fit.py XP604 uses the same
   boundary), so no bandwidth verdict is given (XP607, info);
 - XP606 when busbw is below 50 % of the link at ≥ 16 MiB, or below 25 % between 1 and 16 MiB
-  (the curve is still rising there on healthy clusters).
+  (the curve is still rising there on healthy clusters);
+- above 110 % of the link (:data:`ABOVE_LINK`) the bytes did not go over that link alone: the
+  link figures are what NCCL assumes a link gives, within ~1.3x of its raw rate (PCIe Gen3 x16
+  raw 15.8 vs 12 GB/s; a NIC's line rate is a hard cap), so busbw well above them means the
+  ranks shared a node (NVLink/PCIe P2P), a node used several NICs (a multi-node ring's busbw is
+  bounded by the sum of a node's NICs, checks.py), NVLink SHARP reduced in the switch, or
+  ``--link`` names the wrong link: ``not_checked``, never ``clean``.
 
 Without any link the comparison is ``not_checked`` and names the flags that give it.
 """
@@ -40,6 +46,7 @@ LATENCY_BOUND_BYTES = MIB
 LARGE_BYTES = 16 * MIB
 FRACTION_LARGE = 0.50
 FRACTION_MID = 0.25
+ABOVE_LINK = 1.10
 NVLINKS_PER_CARD = {"V100": 6, "A100": 12, "A800": 8, "H100": 18, "H800": 8, "H200": 18, "B200": 18}
 """NVLinks per card (vendor data sheets: V100 6, A100 12, H100 18 links; A800/H800 8)."""
 
@@ -125,6 +132,22 @@ def _size(n: int) -> str:
     return f"{n / MIB:g} MiB" if n >= MIB else f"{n / 1024:g} KiB" if n >= 1024 else f"{n} B"
 
 
+def above_link(nodes: int | None) -> str:
+    """Why busbw above :data:`ABOVE_LINK` × the link says nothing about that link, and what to
+    pass instead (``nodes``: the group's node count, None when unknown)."""
+    where = {1: "the ranks share one node (NVLink or PCIe P2P between its cards)"}.get(
+        nodes or 0,
+        "the ranks share a node (NVLink or PCIe P2P inside it), or a node used several NICs (a "
+        "multi-node ring's busbw is bounded by the sum of a node's NICs)",
+    )
+    return (
+        f"above {ABOVE_LINK:.0%} of the link, more than it carries: this traffic did not go over "
+        f"that link alone — {where}, NVLink SHARP reduced in the switch, or the link given is "
+        "the wrong one; not compared. Pass the link the ranks use (--link nvlink-h100, pcie4, "
+        "or the NIC rate × NICs per node) or --topology FILE"
+    )
+
+
 def judge(m: Measurement, link: Link | None) -> tuple[Check, list[Finding]]:
     """Check ``calibrate.single_vs_link`` for one measurement (XP606 / XP607)."""
     title = "single measurement vs the link under it"
@@ -154,6 +177,11 @@ def judge(m: Measurement, link: Link | None) -> tuple[Check, list[Finding]]:
     m.fraction = frac = m.busbw_GBps / link.bw_GBps
     bar = FRACTION_LARGE if m.size_bytes >= LARGE_BYTES else FRACTION_MID
     what = f"{got} is {frac:.0%} of the {link.bw_GBps:.3g} GB/s of {link.label}"
+    if frac > ABOVE_LINK:
+        return Check(
+            "calibrate.single_vs_link", title, CheckStatus.NOT_CHECKED,
+            f"{who}: {what}; {above_link(m.nodes)}",
+        ), []  # fmt: skip
     if frac >= bar:
         return Check(
             "calibrate.single_vs_link", title, CheckStatus.CLEAN,

@@ -118,8 +118,8 @@ def calibrate(
         write_text_atomic(json_out, render_json(result))
     if not quiet and "-" not in (json_out, html_out):
         render_terminal(result, out_console())
-        if result.nccl:  # NCCL INFO lines in the inputs; their findings are listed above
+        if result.nccl:  # NCCL INFO lines in the inputs; their findings and checks are above
             from xpuperf.report.nccl_section import render_nccl
 
             for report in result.nccl:
-                render_nccl(report, out_console(), findings=False)
+                render_nccl(report, out_console(), findings=False, checks=False)
