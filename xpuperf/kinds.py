@@ -13,6 +13,11 @@ HCCL rank tables)
 NCCL_DEBUG=INFO/WARN logs                    ``xpuperf analyze`` (its NCCL section)
 scaling tables (cards vs throughput)         ``xpuperf analyze`` (its scaling report)
 framework training logs (``xpuperf formats``) ``xpuperf analyze``
+step tables (CSV/TSV/JSONL header naming a   ``xpuperf analyze``
+step column and a time or throughput column)
+training output with framework warnings      ``xpuperf analyze`` (its framework-warning checks)
+(tqdm ``it/s]``, Lightning ``GLOBAL_RANK``,
+``[rankN]:``, DDP ``find_unused_parameters``)
 ==========================================  ====================================================
 
 :func:`pointed` rewords an :class:`~xpuperf.errors.InputError` with that pointer. Never raises
@@ -23,6 +28,8 @@ readers, calibrate and topology, so none of those may import it).
 from __future__ import annotations
 
 import gzip
+import json
+import re
 from pathlib import Path
 
 from xpuperf.errors import InputError
@@ -35,6 +42,11 @@ _TOOL = {"nvidia-smi": "nvidia-smi topo -m", "numactl": "numactl -H", "npu-smi":
          "hccl-ranktable": "HCCL rank table"}  # fmt: skip
 
 ANALYZE, CALIBRATE, TOPO = "xpuperf analyze", "xpuperf calibrate", "xpuperf topo"
+_STEP_ROLES = ("step_time_s", "t_end_s", "step_rate", "throughput")
+_TRAINING = re.compile(
+    r"\d+(?:\.\d+)?(?:it/s|s/it)[,\]]|GLOBAL_RANK: \d|\[rank\d+\]:|find_unused_parameters"
+    r"|persistent_workers|torch\.distributed|DataLoader worker"
+)
 
 WHAT_ANALYZE_READS = (
     "xpuperf analyze reads per-rank step logs (CSV/TSV/JSONL/Parquet with step and time or "
@@ -86,9 +98,36 @@ def kind_of(path: str | Path) -> tuple[str, str] | None:
 
     lines = text.splitlines()[:200]
     for f in FORMATS:
-        if f.name not in _GENERIC and not f.binary and not f.extensions and f.sniff(lines):
-            return f"a {f.name} training log", ANALYZE
+        if f.name not in _GENERIC and not f.binary and f.sniff(lines):
+            return f"a {f.name} step log" if f.extensions else f"a {f.name} training log", ANALYZE
+    if table := _step_table(lines):
+        return table, ANALYZE
+    if _TRAINING.search(text):
+        return "a training log (framework output)", ANALYZE
     return None
+
+
+def _step_table(lines: list[str]) -> str | None:
+    """What the file is ("a step log (CSV with columns …)") when the first line of a CSV, TSV or
+    JSON Lines table names a step column and a step time, timestamp, rate or throughput column
+    (:mod:`xpuperf.readers.columns`); else None."""
+    from xpuperf.readers import columns as colmod
+
+    first = next((x.strip() for x in lines if x.strip() and not x.startswith("#")), "")
+    if first.startswith("{"):
+        try:
+            row = json.loads(first)
+        except (ValueError, RecursionError):
+            return None
+        names, kind = (list(row) if isinstance(row, dict) else []), "JSON Lines"
+    else:
+        sep, kind = ("\t", "TSV") if "\t" in first else (",", "CSV")
+        names = [c.strip().strip('"') for c in first.split(sep)]
+    found = colmod.resolve(names)
+    timed = next((found[r][0].column for r in _STEP_ROLES if found.get(r)), None)
+    if len(names) < 2 or not found.get("step") or timed is None:
+        return None
+    return f"a step log ({kind} with columns {found['step'][0].column}, {timed})"
 
 
 def other_kind(path: str | Path, reader: str = ANALYZE) -> str | None:

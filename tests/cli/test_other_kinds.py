@@ -130,3 +130,46 @@ def test_other_subcommands_point_to_the_right_one(
     assert f"not an input for `{reader}`" in line
     assert kind in line
     assert command in line
+
+
+# Step logs handed to calibrate / topo (issue 16 QA): before, calibrate said "is this nccl-tests
+# output?" and topo check "a topology description is a mapping" or "not valid YAML".
+STEP_CSV = "step,rank,step_time_ms,compute_ms\n0,0,248.1,202.6\n0,1,243.2,198.5\n1,0,247.9,201.0\n"
+STEP_JSONL = '{"step": 1, "rank": 0, "samples_per_sec": 512.0}\n{"step": 2, "rank": 0, "samples_per_sec": 510.5}\n'  # noqa: E501
+# Lightning 2.x console output (stderr and the tqdm bar, 2>&1), no step records of a format
+LIGHTNING = (
+    "GPU available: True (cuda), used: True\n"
+    "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\n"
+    "Epoch 0:  10%|█         | 100/1000 [00:20<03:00,  5.00it/s, v_num=0, loss=2.31]\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "kind"),
+    [
+        ("steps.csv", STEP_CSV, "a step log (CSV with columns step, step_time_ms)"),
+        (
+            "steps.tsv",
+            STEP_CSV.replace(",", "\t"),
+            "a step log (TSV with columns step, step_time_ms)",
+        ),
+        ("steps.jsonl", STEP_JSONL, "a step log (JSON Lines with columns step, samples_per_sec)"),
+        ("train.log", LIGHTNING, "a training log (framework output)"),
+    ],
+)
+@pytest.mark.parametrize("args", [["calibrate"], ["topo", "check"], ["topo", "import"]])
+def test_step_logs_point_to_analyze(
+    tmp_path: Path, name: str, text: str, kind: str, args: list[str]
+) -> None:
+    f = tmp_path / name
+    f.write_text(text, encoding="utf-8")
+    p = run(*args, str(f))
+    assert p.returncode == 2
+    (line,) = p.stderr.strip().splitlines()
+    assert f"this is {kind}: read it with `xpuperf analyze {f}`" in line
+
+
+def test_a_csv_without_step_and_time_is_no_step_log(tmp_path: Path) -> None:
+    f = tmp_path / "hosts.csv"
+    f.write_text("host,ip\nnode1,10.0.0.1\n", encoding="utf-8")
+    assert other_kind(f) is None
