@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -244,7 +245,13 @@ def test_ctrl_c_mid_write_leaves_no_partial_file(inputs: Path) -> None:
     argv = ["analyze", str(inputs / "baseline.csv"), "-q", "--json", str(old)]
     argv += ["--html", str(out / "n.html")]
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, *argv], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", CHILD, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        # a shell's background job starts with SIGINT ignored and Python keeps that: reset it,
+        # as a terminal's foreground process has it (the child raises KeyboardInterrupt itself)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.returncode == 130, proc.stderr
     assert "interrupted" in proc.stderr
