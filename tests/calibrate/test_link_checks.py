@@ -8,6 +8,7 @@ B = 20 GB/s (plateau20) and 360 GB/s (plateau360); busbw = algbw·2·7/8 as nccl
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -118,3 +119,18 @@ def test_nccl_checks_printed_once():
     assert r.exit_code == 0, r.output
     assert r.stdout.count("checks:") == 1
     assert r.stdout.count("nccl.warn") == 1
+
+
+def test_topology_may_be_tool_output(tmp_path: Path):
+    # --topology took only description files; `nvidia-smi topo -m` output (.gz too) now works.
+    # 4 cards all PHB (tests/data/topology_vm_flat): ring link = PCIe, NCCL's 12 GB/s default
+    topo = DATA / "topology_vm_flat" / "nvidia-smi-topo-m.txt"
+    gz = tmp_path / "topo.txt.gz"
+    gz.write_bytes(gzip.compress(topo.read_bytes()))
+    rtx = DATA / "calibrate_single_4090" / "all_reduce_28MiB_4x4090.txt"
+    r = CliRunner().invoke(app, ["calibrate", str(rtx), "--topology", str(gz), "--json", "-"])
+    assert r.exit_code == 0, r.output
+    (m,) = json.loads(r.stdout)["measurements"]
+    # busbw 3.10 GB/s / 12 GB/s = 25.8 %
+    assert m["link_GBps"] == pytest.approx(12.0)
+    assert m["fraction"] == pytest.approx(3.10 / 12.0)

@@ -7,6 +7,7 @@ and tests/data/topology_consumer_pix (4 GeForce RTX 4090, PIX pairs 0-1 and 2-3,
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -162,3 +163,19 @@ def test_a_line_over_the_cap_is_refused_at_once(tmp_path: Path) -> None:
     j = tmp_path / "one_line.json"
     j.write_text('{"schema": "xpuperf.topology/1", "name": "' + "x" * (2 << 20) + '"}')
     assert "nodes: missing" in one_line_error("topo", "check", str(j))
+
+
+def test_gzip_inputs_read_like_plain_ones(tmp_path: Path) -> None:
+    # QA's b10: `nvidia-smi topo -m | gzip` said "not a UTF-8 text file"
+    gz_topo, gz_lscpu = tmp_path / "topo.txt.gz", tmp_path / "lscpu.txt.gz"
+    gz_topo.write_bytes(gzip.compress(VM_TOPO.read_bytes()))
+    gz_lscpu.write_bytes(gzip.compress(VM_LSCPU.read_bytes()))
+    assert statuses(check_json(gz_topo, gz_lscpu))["topology.vm_flat"] == ("problem", ["XP521"])
+    out = tmp_path / "vm.yaml"
+    assert cli("topo", "import", str(gz_topo), str(gz_lscpu), "-o", str(out)).exit_code == 0
+    gz_desc = tmp_path / "vm.yaml.gz"
+    gz_desc.write_bytes(gzip.compress(out.read_bytes()))
+    assert statuses(check_json(gz_desc))["topology.vm_flat"] == ("problem", ["XP521"])
+    bad = tmp_path / "cut.txt.gz"
+    bad.write_bytes(gzip.compress(VM_TOPO.read_bytes())[:20])
+    assert "not a readable gzip file" in one_line_error("topo", "check", str(bad))

@@ -21,15 +21,15 @@ from xpuperf.kinds import CALIBRATE, pointed
 from xpuperf.report.output import check_not_input, write_text_atomic
 from xpuperf.report.terminal import safe
 from xpuperf.topology import presets
-from xpuperf.topology.loader import load
+from xpuperf.topology.importers import load_any
 from xpuperf.topology.model import Cluster
 
 
 def _cluster(topology: str | None, nodes: int | None) -> Cluster | None:
     if topology is None:
         return None
-    if Path(topology).exists():
-        return load(topology)
+    if Path(topology).exists():  # a description, or tool output topo import reads (.gz too)
+        return load_any(topology)
     if topology in presets.NODE_PRESETS:
         return presets.preset(topology, nodes or 1)
     raise UsageError(

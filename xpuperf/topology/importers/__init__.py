@@ -24,6 +24,8 @@ validates the result as a description. Every problem is an :class:`~xpuperf.erro
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,16 +66,34 @@ def detect(text: str) -> list[str]:
 
 
 def read_text(path: str | Path) -> str:
-    """A file's text; InputError when it cannot be read or is not UTF-8 text."""
-    from xpuperf.topology.loader import read_bounded
+    """A file's text (``.gz`` decompressed, found by its magic bytes); InputError when it cannot
+    be read, is larger than the loader's ``MAX_FILE_BYTES`` (decompressed) or is not UTF-8."""
+    from xpuperf.topology.loader import MAX_FILE_BYTES, read_bounded
 
     p = Path(path)
     try:
-        return read_bounded(p)
+        if not _is_gzip(p):
+            return read_bounded(p)
+        with gzip.open(p, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise InputError(
+                f"decompresses to more than {MAX_FILE_BYTES >> 20} MiB: not a topology "
+                "description or tool output",
+                p,
+            )
+        return data.decode("utf-8")
+    except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+        raise InputError(f"not a readable gzip file ({e or type(e).__name__})", p) from None
     except OSError as e:
         raise InputError(f"cannot read topology file: {e.strerror or e}", p) from None
     except UnicodeDecodeError:
         raise InputError("not a UTF-8 text file", p) from None
+
+
+def _is_gzip(p: Path) -> bool:
+    with p.open("rb") as fh:
+        return fh.read(2) == b"\x1f\x8b"
 
 
 def parse_text(text: str, source: str = "<text>") -> Imported:
@@ -161,7 +181,7 @@ def load_any(path: str | Path) -> Cluster:
         InputError: as the importers and the loader; a line longer than
             :data:`MAX_LINE_CHARS` outside JSON/XML (:func:`refuse_long_lines`).
     """
-    from xpuperf.topology.loader import load
+    from xpuperf.topology.loader import load, loads
 
     p = Path(path)
     if p.is_file():
@@ -169,6 +189,9 @@ def load_any(path: str | Path) -> Cluster:
         refuse_long_lines(text, p)
         if "xpuperf.topology/" not in text and detect(text):
             return import_topology([p])
+        if _is_gzip(p):  # a compressed description: .json.gz is JSON, anything else YAML
+            fmt = "json" if p.name.lower().removesuffix(".gz").endswith(".json") else "yaml"
+            return loads(text, fmt=fmt, source=p)
     return load(p)
 
 
