@@ -16,14 +16,11 @@ from rich.console import Console
 from xpuperf import __version__
 from xpuperf.report.checks_view import counts_line
 from xpuperf.report.checks_view import rows as check_rows
-from xpuperf.report.common import ANALYZE_SCHEMA, safe
+from xpuperf.report.common import ANALYZE_SCHEMA, print_checks, print_findings
 from xpuperf.report.markdown import md_escape
 
 if TYPE_CHECKING:
     from xpuperf.pipeline import NoSteps
-
-_SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-_CHECK_STYLE = {"problem": "yellow", "clean": "green", "not checked": "dim"}
 
 
 def document(ns: NoSteps) -> dict[str, Any]:
@@ -60,16 +57,8 @@ def render_terminal(ns: NoSteps, console: Console) -> None:
         from xpuperf.report.nccl_section import render_nccl
 
         render_nccl(ns.nccl, console, findings=False, checks=False)  # type: ignore[arg-type]
-    if ns.findings:
-        console.print("[bold]findings[/]")
-        for f in ns.findings:
-            style = _SEV_STYLE.get(f.severity.value, "")
-            console.print(f"  [{style}]{f.severity.value:<7}[/] {f.code}  {safe(f.message)}")
-    console.print(f"[bold]checks[/] — {counts_line(ns.checks)}")
-    for status, title, evidence, codes in check_rows(ns.checks):
-        tail = f" [{codes}]" if codes else ""
-        style = _CHECK_STYLE[status]
-        console.print(f"  [{style}]{status:<11}[/] {safe(title)}: {safe(evidence)}{safe(tail)}")
+    print_findings(ns.findings, console)
+    print_checks(ns.checks, console)
 
 
 def render_markdown(ns: NoSteps, title: str = "xpuperf analyze") -> str:

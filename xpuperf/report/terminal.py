@@ -7,16 +7,12 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from xpuperf.report.checks_view import counts_line, rows, straggler_verdict
-from xpuperf.report.common import safe
+from xpuperf.report.checks_view import straggler_verdict
+from xpuperf.report.common import print_checks, print_findings, safe
 from xpuperf.report.figures import throughput_rows
 
 if TYPE_CHECKING:
     from xpuperf.analysis.results import AnalyzeResult
-
-
-_SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-_CHECK_STYLE = {"problem": "yellow", "clean": "green", "not checked": "dim"}
 
 
 def _pct(x: float | None, digits: int = 1) -> str:
@@ -105,20 +101,5 @@ def render_terminal(result: AnalyzeResult, console: Console) -> None:
         from xpuperf.report.nccl_section import render_nccl
 
         render_nccl(result.nccl, console, findings=False, checks=False)  # listed below
-    if result.findings:
-        console.print("[bold]findings[/]")
-        for f in result.findings:
-            style = _SEV_STYLE.get(f.severity.value, "")
-            console.print(f"  [{style}]{f.severity.value:<7}[/] {f.code}  {safe(f.message)}")
-    render_checks(result.checks, console)
-
-
-def render_checks(checks: list, console: Console) -> None:
-    """The checks block: one line per check — status, title, evidence (or what is missing)."""
-    if not checks:
-        return
-    console.print(f"[bold]checks[/] — {counts_line(checks)}")
-    for status, title, evidence, codes in rows(checks):
-        style = _CHECK_STYLE[status]
-        tail = f" [{codes}]" if codes else ""
-        console.print(f"  [{style}]{status:<11}[/] {safe(title)}: {safe(evidence)}{safe(tail)}")
+    print_findings(result.findings, console)
+    print_checks(result.checks, console)
