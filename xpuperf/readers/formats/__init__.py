@@ -39,15 +39,21 @@ MODULES: tuple[ModuleType, ...] = (
 """Format modules in sniffing order."""
 
 
-_cleaned: tuple[int, list[str]] = (0, [])
+_cleaned: tuple[list[str] | None, list[str]] = (None, [])
 
 
 def _clean_lines(lines: list[str]) -> list[str]:
-    """The lines without launcher prefixes, ANSI codes and tqdm bars (cached for the last list)."""
+    """The lines without launcher prefixes, ANSI codes and tqdm bars (cached for the last list).
+
+    The cache holds the list itself, not its ``id``: a short-lived list's id is reused by the
+    next one, which then got the previous list's lines (a sniff of ``['hello']`` made the next
+    sniff of a Megatron line fail). Read once into a local: safe when threads sniff at once."""
     global _cleaned
-    if _cleaned[0] != id(lines) or len(_cleaned[1]) != len(lines):
-        _cleaned = (id(lines), [console.clean(x)[1] for x in lines])
-    return _cleaned[1]
+    key, cleaned = _cleaned
+    if key is not lines or len(cleaned) != len(lines):
+        cleaned = [console.clean(x)[1] for x in lines]
+        _cleaned = (lines, cleaned)
+    return cleaned
 
 
 def _format(mod: ModuleType) -> Format:
