@@ -90,9 +90,9 @@ def kind_of(path: str | Path) -> tuple[str, str] | None:
             return f"a topology dump ({_TOOL.get(name, name)} output)", TOPO
     if "NCCL INFO " in text or "NCCL WARN " in text:
         return "an NCCL debug log", ANALYZE
-    from xpuperf.readers.scaling import looks_like_scaling_table
+    from xpuperf.readers.scaling import sniff_scaling_table
 
-    if looks_like_scaling_table(p):
+    if sniff_scaling_table(p) is not None:  # one row too: analyze says what it lacks
         return "a scaling table (cards vs throughput)", ANALYZE
     from xpuperf.readers import FORMATS
 
