@@ -1,14 +1,14 @@
-"""A rich progress bar (files, bytes) on stderr while logs are read.
+"""A rich progress bar on stderr while logs are read (files, bytes) and then analysed.
 
-Shown only when stderr is a terminal, ``--quiet`` is off, and the read has run for more than a
-second; it disappears when the read ends (``transient``). Fed by
-:mod:`xpuperf.readers.progress`.
+Shown only when stderr is a terminal, ``--quiet`` is off, and the work has run for more than a
+second; it disappears when the block ends (``transient``). Reading is fed by
+:mod:`xpuperf.readers.progress`; once every file is read the bar says "analysing" and pulses
+until the analysis returns, so a long analysis never looks like a hang.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -49,7 +49,7 @@ def read_progress(console: Console, paths: Sequence[str], quiet: bool) -> Iterat
         return
     files, total = _total_bytes(paths)
     bar = Progress(
-        TextColumn("reading {task.fields[files]}/{task.fields[nfiles]} files"),
+        TextColumn("{task.fields[phase]} {task.fields[files]}/{task.fields[nfiles]} files"),
         BarColumn(),
         DownloadColumn(binary_units=True),
         TransferSpeedColumn(),
@@ -57,22 +57,30 @@ def read_progress(console: Console, paths: Sequence[str], quiet: bool) -> Iterat
         console=console,
         transient=True,
     )
-    task = bar.add_task("read", total=total, files=0, nfiles=files or "?")
-    t0 = time.monotonic()
+    task = bar.add_task("read", total=total, files=0, nfiles=files or "?", phase="reading")
     started = threading.Event()
     lock = threading.Lock()
 
+    def start() -> None:
+        with lock:
+            if not started.is_set():
+                started.set()
+                bar.start()
+
     def sink(done_files: int, done_bytes: int) -> None:
         bar.update(task, completed=done_bytes, files=done_files)
-        if not started.is_set() and time.monotonic() - t0 > DELAY_S:
-            with lock:
-                if not started.is_set():
-                    started.set()
-                    bar.start()
+        if files and done_files >= files:  # every file read: the analysis runs now
+            bar.update(task, total=None, phase="read; analysing —")
 
+    timer = threading.Timer(DELAY_S, start)  # shown once the block has run for DELAY_S
+    timer.daemon = True
+    timer.start()
     try:
         with rp.reporting(sink):
             yield
     finally:
-        if started.is_set():
-            bar.stop()
+        timer.cancel()
+        with lock:
+            if started.is_set():
+                bar.stop()
+            started.set()  # a timer that fires late must not start the bar any more
