@@ -46,6 +46,7 @@ from xpuperf.errors import InputError
 from xpuperf.readers import columns as colmod
 from xpuperf.readers import convert
 from xpuperf.readers.base import NAME_CHARS, RawTable, Source, name_list, short
+from xpuperf.readers.generic import sniff_jsonl
 from xpuperf.readers.paths import natural_key, rank_from_name
 
 BAD_RANK = "rank missing or not a non-negative integer"
@@ -122,10 +123,9 @@ def _no_step_time(src: Source, names: list[str]) -> InputError:
     def some(role: str) -> str:
         return ", ".join(colmod.ALIASES[role][:4]) + ", …"
 
-    first = next((x for x in src.first_lines(50) if x.strip()), "").lstrip()
-    hint = (
+    hint = (  # not for '[rank0]:' / '[2024-…]' log prefixes: the JSON sniffer decides
         "; the file looks like JSON: try --format jsonl"
-        if first.startswith(("{", "[")) and src.suffix not in (".json", ".jsonl", ".ndjson")
+        if sniff_jsonl(src.first_lines(50)) and src.suffix not in (".json", ".jsonl", ".ndjson")
         else ""
     )
     return InputError(
