@@ -241,7 +241,8 @@ def test_topology_key_with_a_line_break_gives_a_one_line_message() -> None:
     with pytest.raises(InputError) as e:
         loads('{"schema": "xpuperf.topology/1", "\\n": 1}', "json", "f.json")
     assert str(e.value) == (
-        "f.json: \\n: unknown key (allowed: evidence, name, network, nodes, placement, ranks, schema)"
+        "f.json: \\n: unknown key (allowed: evidence, name, network, nodes, placement, ranks, "
+        "schema)"
     )
 
 
