@@ -10,17 +10,63 @@ of the step, communication > 10 %); the "other" (host overhead) threshold is 10 
 
 from __future__ import annotations
 
+import math
+import warnings
+from dataclasses import dataclass, field
+
 import numpy as np
 import pandas as pd
 
 from xpuperf import steps as st
-from xpuperf.analysis.grid import Grid, by_rows, median_rows
+from xpuperf.analysis.grid import Derived, Grid, by_columns, by_rows, median_rows
 from xpuperf.analysis.results import BreakdownResult, StragglerResult
 from xpuperf.errors import InputError
 from xpuperf.findings import Finding, Severity
 
 PHASE_COLUMNS = ("compute_s", "comm_s", "data_s", "other_s")
 LABELS = {"comm_s": "communication", "data_s": "data wait", "other_s": "host/other time"}
+MIN_PHASE_STEPS = 3  # a phase share from fewer steps than this is weak …
+MIN_PHASE_SHARE = 0.05  # … or from fewer than this share of the steady steps
+
+
+@dataclass
+class Breakdown(BreakdownResult):
+    """:class:`BreakdownResult` plus the steps its phase shares rest on.
+
+    Megatron prints its timers (``time (ms) | forward-compute: …``) on some iterations only, so
+    a phase column can be known on a few rows; each share is taken over the rows where its phase
+    is known (``other_s``: where compute and every logged phase are known), never with the
+    unknown rows counted as 0.
+
+    Attributes:
+        n_steps: steady steps of the run (distinct step numbers).
+        phase_steps: per phase column, the steps (distinct step numbers) with the phase known
+            on at least one rank; absent phases are left out.
+        min_phase_steps: the floor, max(3, ⌈5 % of ``n_steps``⌉).
+        weak: a known phase rests on fewer steps than ``min_phase_steps``: its share is a hint,
+            not a verdict (XP301–XP303 are then info, not warnings).
+    """
+
+    n_steps: int = 0
+    phase_steps: dict[str, int] = field(default_factory=dict)
+    min_phase_steps: int = MIN_PHASE_STEPS
+    weak: bool = False
+
+    def basis(self, col: str) -> str:
+        """`` (from 1 of 31 steps with compute_s logged; weak: …)`` or ``""`` for every step."""
+        k = self.phase_steps.get("compute_s" if col == "other_s" else col, self.n_steps)
+        if k >= self.n_steps:
+            return ""
+        what = "compute_s" if col == "other_s" else col
+        out = f" (from {k} of {self.n_steps} steps with {what} logged"
+        if k < self.min_phase_steps:
+            out += (
+                f"; weak evidence: a share needs ≥ {self.min_phase_steps} such steps "
+                f"(≥ {MIN_PHASE_STEPS} and ≥ {MIN_PHASE_SHARE:.0%} of steps), so this is a hint, "
+                "not a verdict: log the phase times on more steps (Megatron: the timers print "
+                "every --log-interval iterations with --timing-log-level ≥ 1)"
+            )
+        return out + ")"
 
 
 def decompose(
@@ -76,38 +122,42 @@ def decompose(
     fr: dict[str, float | None] = dict.fromkeys(PHASE_COLUMNS)
     per_rank = None
     source = "none"
+    phase_steps: dict[str, int] = {}
     if grid is not None:
         t_run = float(np.median(grid.step_median()))
+        n_steps = grid.shape[1]
         if any(grid.has(c) for c in PHASE_COLUMNS[:3]):
             source = "phases"
-            fr, per_rank = _phases_grid(grid)
+            fr, per_rank, phase_steps = _phases_grid(grid)
     else:
         pf = st.phase_frame(df)
         t_run = float(df.groupby("step")["step_time_s"].median().median())  # job step time, s
+        n_steps = int(df["step"].nunique())
         if pf is not None:
             source = "phases"
-            total = float(df["step_time_s"].sum())
-            known = {c: c in df.columns and bool(df[c].notna().any()) for c in PHASE_COLUMNS}
-            known["other_s"] = known["compute_s"]
-            for c in PHASE_COLUMNS:
-                fr[c] = float(pf[c].sum()) / total if known[c] else None
-            per_rank = _per_rank(df, pf, [c for c in PHASE_COLUMNS if not known[c]])
+            fr, per_rank, phase_steps = _phases_frame(df, pf)
     if source != "phases" and baseline is not None:
         source = "baseline"
         t1 = float(baseline["step_time_s"].median())
         fr["compute_s"] = min(t1 / t_run, 1.0)
         fr["other_s"] = 1.0 - fr["compute_s"]
 
-    result = BreakdownResult(
+    floor = max(MIN_PHASE_STEPS, math.ceil(MIN_PHASE_SHARE * n_steps))
+    result = Breakdown(
         source=source,
         compute_fraction=fr["compute_s"],
         comm_fraction=fr["comm_s"],
         data_fraction=fr["data_s"],
         other_fraction=fr["other_s"],
         per_rank=per_rank,
+        n_steps=n_steps,
+        phase_steps=phase_steps,
+        min_phase_steps=floor,
+        weak=any(k < floor for k in phase_steps.values()),
     )
     wait = waiting_share(stragglers, fr["comm_s"])
-    findings += _share_findings(fr, source, comm_threshold, data_threshold, other_threshold, wait)
+    thr = (comm_threshold, data_threshold, other_threshold)
+    findings += _share_findings(fr, source, *thr, wait, result)
     if baseline is not None:
         findings += _speedup(df, baseline, t_run, fr, result, speedup_target, wait)
     return result, findings
@@ -160,40 +210,91 @@ def _check_baseline(baseline: pd.DataFrame) -> None:
         )
 
 
-def _per_rank(df: pd.DataFrame, pf: pd.DataFrame, unknown: list[str]) -> pd.DataFrame:
-    """Per-rank medians: ``rank, node, step_time_s, compute_s, comm_s, data_s, other_s``.
+def _phases_frame(
+    df: pd.DataFrame, pf: pd.DataFrame
+) -> tuple[dict[str, float | None], pd.DataFrame, dict[str, int]]:
+    """Shares, per-rank medians and steps per phase (:class:`Breakdown`) of a step table.
 
-    Phases whose column is absent are NaN (not 0).
+    Each share is Σ phase / Σ step time over the rows where the phase is known; ``other_s`` over
+    the rows where compute_s and every logged phase column are known.
     """
-    frame = pd.concat([df[["rank", "step_time_s"]], pf], axis=1)
+    masks = _known_masks({c: df[c].notna().to_numpy() for c in PHASE_COLUMNS[:3] if c in df})
+    t = df["step_time_s"].to_numpy(dtype=np.float64)
+    step = df["step"].to_numpy()
+    fr: dict[str, float | None] = dict.fromkeys(PHASE_COLUMNS)
+    steps: dict[str, int] = {}
+    frame = df[["rank", "step_time_s"]].copy()
+    for c in PHASE_COLUMNS:
+        k = masks.get(c)
+        frame[c] = pf[c].where(k) if k is not None else np.nan  # per-rank medians: known rows
+        if k is None or not k.any():
+            continue
+        fr[c] = float(pf[c].to_numpy()[k].sum()) / float(t[k].sum())
+        if c != "other_s":
+            steps[c] = len(np.unique(step[k]))
     out = frame.groupby("rank", sort=True).median()
-    out[unknown] = np.nan
     if "node" in df.columns:
         out.insert(0, "node", df.groupby("rank", sort=True)["node"].first())
     else:
         out.insert(0, "node", pd.array([pd.NA] * len(out), dtype="string"))
     out = out.reset_index()
-    return out[["rank", "node", "step_time_s", *PHASE_COLUMNS]]
+    return fr, out[["rank", "node", "step_time_s", *PHASE_COLUMNS]], steps
 
 
-def _phases_grid(g: Grid) -> tuple[dict[str, float | None], pd.DataFrame]:
-    """Fractions and per-rank medians of :func:`decompose` from a grid (as ``phase_frame``)."""
-    known = {c: g.known(c) for c in PHASE_COLUMNS[:3]}
-    known["other_s"] = known["compute_s"]
-    nr = g.shape[0]
+def _known_masks(known: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Row masks of the logged phase columns plus ``other_s`` (compute and all logged known)."""
+    if "compute_s" in known:
+        known["other_s"] = np.logical_and.reduce(list(known.values()))
+    return known
 
-    def total(a: np.ndarray) -> float:
-        return float(np.sum(by_rows(a, lambda x: x.sum(axis=1))))
 
-    total_t = total(g.mat("step_time_s"))
+def _phases_grid(g: Grid) -> tuple[dict[str, float | None], pd.DataFrame, dict[str, int]]:
+    """:func:`_phases_frame` from a grid, in row blocks (no full-size masked copies)."""
+    present = [c for c in PHASE_COLUMNS[:3] if g.has(c)]
+    nr, ns = g.shape
+    step_t = g.mat("step_time_s")
+
+    def total(a: np.ndarray | Derived) -> float:
+        return float(np.sum(by_rows(a, lambda x: np.nansum(x, axis=1))))
+
+    def count(a: np.ndarray | Derived) -> int:
+        return int(np.sum(by_rows(a, lambda x: (~np.isnan(x)).sum(axis=1))))
+
+    def masked(vals: np.ndarray | Derived, cols: list[str], fill: float) -> Derived:
+        """``vals`` where every column of ``cols`` is known, else ``fill``."""
+
+        def calc(key: object) -> np.ndarray:
+            out = np.array(vals[key], dtype=np.float64)
+            for c in cols:
+                out[np.isnan(g.mat(c)[key])] = fill
+            return out
+
+        return Derived(calc, (nr, ns))
+
+    total_t = total(step_t)
     fr: dict[str, float | None] = dict.fromkeys(PHASE_COLUMNS)
-    med: dict[str, np.ndarray] = {"step_time_s": median_rows(g.mat("step_time_s"))}
+    med: dict[str, np.ndarray] = {"step_time_s": median_rows(step_t)}
+    steps: dict[str, int] = {}
+    has_compute = "compute_s" in present and g.known("compute_s")
     for c in PHASE_COLUMNS:
-        if known[c]:
-            fr[c] = total(g.other() if c == "other_s" else g.zero_filled(c)) / total_t
+        cols = present if c == "other_s" else [c]
+        if (c == "other_s" and not has_compute) or (c != "other_s" and not g.known(c)):
+            med[c] = np.full(nr, np.nan)
+            continue
+        vals = g.other() if c == "other_s" else g.mat(c)
+        full = all(count(g.mat(k)) == nr * ns for k in cols)
+        if full:  # every row known: the shared zero-filled views and medians
+            fr[c] = total(vals) / total_t
             med[c] = g.rank_median(c)
         else:
-            med[c] = np.full(nr, np.nan)
+            part = masked(vals, cols, np.nan)
+            fr[c] = total(part) / total(masked(step_t, cols, np.nan))
+            with warnings.catch_warnings():  # a rank without the phase: NaN, said once below
+                warnings.simplefilter("ignore", RuntimeWarning)
+                med[c] = by_rows(part, lambda x: np.nanmedian(x, axis=1))
+        if c != "other_s":
+            known = by_columns(g.mat(c), lambda x: (~np.isnan(x)).any(axis=0))
+            steps[c] = int(np.count_nonzero(known))
     rows = g.first_rows() + g.start
     if g.has("node"):
         node = g.table["node"].iloc[rows].reset_index(drop=True)
@@ -207,7 +308,7 @@ def _phases_grid(g: Grid) -> tuple[dict[str, float | None], pd.DataFrame]:
     out = pd.DataFrame({"rank": g.table["rank"].iloc[rows].to_numpy(), "node": node})
     for c in ("step_time_s", *PHASE_COLUMNS):
         out[c] = med[c]
-    return fr, out
+    return fr, out, steps
 
 
 def _median_samples(df: pd.DataFrame | Grid) -> float | None:
@@ -291,6 +392,24 @@ def _speedup(
     return out
 
 
+def _with_basis(out: list[Finding], result: Breakdown | None) -> list[Finding]:
+    """Say how many steps each XP301–XP303 share rests on ("from 1 of 31 steps with compute_s
+    logged"); from fewer than ``result.min_phase_steps`` it is weak: info, not a warning."""
+    col = {"XP301": "comm_s", "XP302": "data_s", "XP303": "other_s"}
+    for i, f in enumerate(out):
+        basis = result.basis(col[f.code]) if result is not None else ""
+        if basis:
+            head, dot, rest = f.message.partition(". ")
+            weak = "weak evidence" in basis
+            data_ = {**f.data, "steps": result.n_steps, "weak": weak}
+            data_["phase_steps"] = result.phase_steps.get(
+                "compute_s" if col[f.code] == "other_s" else col[f.code]
+            )
+            sev = Severity.INFO if weak else f.severity
+            out[i] = Finding(f.code, sev, f"{head}{basis}{dot}{rest}", data_)
+    return out
+
+
 def _share_findings(
     fr: dict[str, float | None],
     source: str,
@@ -298,6 +417,7 @@ def _share_findings(
     data_t: float,
     other_t: float,
     wait: tuple[float, str] | None = None,
+    result: Breakdown | None = None,
 ) -> list[Finding]:
     """XP301 / XP302 / XP303 when a non-compute share exceeds its threshold."""
     out: list[Finding] = []
@@ -348,4 +468,4 @@ def _share_findings(
         msg = f"{other:.1%} of step time {what} (threshold {other_t:.0%}). Remedy: {fix}."
         data_ = {"value": other, "threshold": other_t, "source": source}
         out.append(Finding("XP303", Severity.WARNING, msg, data_))
-    return out
+    return _with_basis(out, result)
