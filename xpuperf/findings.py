@@ -118,6 +118,7 @@ CODES: dict[str, str] = {
     "XP710": "OpenMP threads oversubscribe the CPUs",
     "XP711": "DataLoader worker killed",
     "XP712": "inter-epoch stall (workers re-created)",
+    "XP713": "more DataLoader workers than CPUs",
     # XP106-XP109, XP207-XP209: lead (step-log checks); XP310-XP319: scaling tables;
     # XP520-XP529: topology evidence; XP606-XP609: single nccl-tests measurements;
     # XP660-XP669: NCCL debug logs; XP701-XP719: framework warnings in training logs.
@@ -150,7 +151,7 @@ CHECK_OF_CODE: dict[str, str] = {
     "XP658": "nccl.uniform",
     **dict.fromkeys(("XP661", "XP662", "XP663", "XP664", "XP665"), "nccl.warn"),
     **dict.fromkeys(("XP701", "XP702"), "events.ddp_unused_parameters"),
-    **dict.fromkeys(("XP703", "XP704", "XP712"), "events.dataloader_workers"),
+    **dict.fromkeys(("XP703", "XP704", "XP712", "XP713"), "events.dataloader_workers"),
     **dict.fromkeys(("XP705", "XP706", "XP707"), "events.loss_scale_overflow"),
     "XP708": "events.nccl_timeout",
     **dict.fromkeys(("XP709", "XP710"), "events.omp_threads"),

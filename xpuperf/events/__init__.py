@@ -28,7 +28,9 @@ class EventReport:
     Attributes:
         findings: XP7xx findings, most severe first.
         checks: one Check per check (problem / clean / not_checked), always all of them.
-        events: each warning kind seen: kind, file, first line number, count, first text.
+        events: each warning kind seen: kind, file, first line number, count, first text; the
+            settings the OpenMP check reads (OMP_NUM_THREADS, processes per node, ``CPU(s):``)
+            are one ``omp_settings`` event, so a file holding only them is job output.
         warnings: notes on the input (unreadable or truncated files).
         files_scanned: text files scanned; files_skipped: tables and binary files not scanned.
         lines: lines scanned over all text files.

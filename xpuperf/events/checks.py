@@ -2,7 +2,8 @@
 
 Every check is ``problem``, ``clean`` or ``not_checked``. A check is ``clean`` only when a text
 log (framework output) was scanned: a Parquet/CSV step table cannot show a warning, so the checks
-are ``not_checked`` for it. Thresholds:
+are ``not_checked`` for it, and for text that is only NCCL's own output (NCCL_DEBUG lines and
+banners, :data:`xpuperf.events.patterns.OTHER_LINE`) or blank lines. Thresholds:
 
 - skipped steps (loss-scale overflow) above :data:`SKIP_FRACTION` of the steps: each skipped
   step did the forward and backward work and no update, so the fraction is wasted wall time;
@@ -21,12 +22,29 @@ from xpuperf.findings import Check, CheckStatus, Finding, Severity
 SKIP_FRACTION = 0.01
 STALL_FRACTION = 0.01
 NO_TEXT = "no framework output in the input; pass the job's stdout/stderr log"
+NCCL_ONLY = "only NCCL debug lines were scanned: pass the job's stdout/stderr"
+EMPTY = "the scanned text files hold no line of text: pass the job's stdout/stderr"
 STDERR = " (warnings go to stderr: the log must hold it, e.g. 2>&1)"
 OVERFLOW_KINDS = ("apex_overflow", "deepspeed_overflow", "fairseq_overflow", "grad_overflow")
 
 
 def _ranks(ranks: set[int]) -> str:
     return ", ".join(str(r) for r in sorted(ranks)[:16]) + (" …" if len(ranks) > 16 else "")
+
+
+def _rank_list(ranks: set[int]) -> str:
+    """``rank 2`` or ``ranks 0, 1``."""
+    return f"rank{'s' if len(ranks) > 1 else ''} {_ranks(ranks)}"
+
+
+def no_evidence(facts: Facts) -> str | None:
+    """Why the scanned text cannot show a framework warning (no text file, blank files, NCCL
+    debug lines only), or None when some job output was scanned."""
+    if not facts.text_files:
+        return NO_TEXT
+    if not facts.other_text:
+        return NCCL_ONLY if facts.nccl_text else EMPTY
+    return None
 
 
 def _where(facts: Facts, kind: str) -> str:
@@ -63,24 +81,19 @@ def ddp(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Check]
     ev = facts.events
     if "ddp_no_unused" in ev:
         ranks = facts.ranks["ddp_no_unused"]
-        other = costs.host_other_s(table)
-        cost = (
-            f"at most {other * 1e3:.1f} ms a step (median host/other time in the step table, "
-            "which holds the traversal)"
-            if other is not None
-            else "cost not measured (no timer holds the traversal alone)"
-        )
         out.append(
             Finding(
                 "XP701",
                 Severity.WARNING,
                 f"DDP warned {ev['ddp_no_unused'].count}× ({_where(facts, 'ddp_no_unused')}"
-                f"{', ranks ' + _ranks(ranks) if ranks else ''}) that find_unused_parameters=True "
+                f"{', ' + _rank_list(ranks) if ranks else ''}) that find_unused_parameters=True "
                 "found no unused parameter (threshold: any): every step pays an extra traversal "
-                f"of the autograd graph (PyTorch reducer.cpp warning), {cost}. Set "
+                "of the autograd graph (PyTorch reducer.cpp warning). The traversal runs inside "
+                "backward, so the step breakdown counts it in compute time: its cost is not "
+                "measured (time a few steps with find_unused_parameters=False and compare). Set "
                 "find_unused_parameters=False (Lightning: strategy='ddp'), or static_graph=True "
                 "if some branches are unused on some steps only.",
-                {"count": ev["ddp_no_unused"].count, "ranks": sorted(ranks), "other_s": other},
+                {"count": ev["ddp_no_unused"].count, "ranks": sorted(ranks)},
             )
         )
     if "ddp_unused_error" in ev:
@@ -91,7 +104,7 @@ def ddp(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Check]
                 "XP702",
                 Severity.ERROR,
                 f"DDP stopped: parameters got no gradient ({_where(facts, 'ddp_unused_error')}"
-                f"{', ranks ' + _ranks(ranks) if ranks else ''}"
+                f"{', ' + _rank_list(ranks) if ranks else ''}"
                 f"{'; parameter indices listed — ' + n if n else ''}); threshold: any. Make every "
                 "parameter take part in the loss or freeze it (requires_grad=False); only if the "
                 "unused set changes from step to step pass find_unused_parameters=True (costs an "
@@ -104,7 +117,7 @@ def ddp(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Check]
         "DDP find_unused_parameters setting",
         out,
         f"no DDP unused-parameter warning or error in {facts.lines} lines{STDERR}",
-        None if facts.text_files else NO_TEXT,
+        no_evidence(facts),
     )
 
 
@@ -177,6 +190,8 @@ def workers(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Ch
                 },
             )
         )
+    if "loader_too_many_workers" in ev:
+        out.append(_too_many_workers(facts))
     if stall is not None and stall.fraction > STALL_FRACTION and not spawn:
         out.append(
             Finding(
@@ -192,10 +207,41 @@ def workers(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Ch
     clean = f"no DataLoader worker warning in {facts.lines} lines{STDERR}; {measured}"
     return out, _check(
         "events.dataloader_workers",
-        "DataLoader workers (kept between epochs, enough of them)",
+        "DataLoader workers (kept between epochs, neither too few nor more than the CPUs)",
         out,
         clean,
-        None if facts.text_files else NO_TEXT,
+        no_evidence(facts),
+    )
+
+
+def _too_many_workers(facts: Facts) -> Finding:
+    """XP713: PyTorch's DataLoader warned that num_workers exceeds the CPUs the process may use
+    (torch/utils/data/dataloader.py, check_worker_number_rationality: num_workers > the
+    suggested max, len(os.sched_getaffinity(0)) or os.cpu_count())."""
+    n, cap, procs = facts.loader_workers or 0, facts.loader_suggested or 1, facts.nproc
+    ranks = facts.ranks["loader_too_many_workers"]
+    src = (
+        "os.cpu_count(): the cpuset was not taken into account, fewer CPUs may be usable"
+        if facts.loader_cpuset_unchecked
+        else "the CPUs the process may run on"
+    )
+    per = max(cap // procs, 1) if procs else None
+    limit = (
+        f"{cap} CPUs / {procs} processes per node = {per}, when the processes share these CPUs"
+        if per is not None
+        else f"{cap} CPUs / the processes per node"
+    )
+    return Finding(
+        "XP713",
+        Severity.WARNING,
+        f"PyTorch's DataLoader warned that it starts {n} worker processes (num_workers={n} in "
+        f"one process) while its suggested max is {cap} ({src}; "
+        f"{_where(facts, 'loader_too_many_workers')}{', ' + _rank_list(ranks) if ranks else ''}"
+        f"); threshold: the suggested max, {cap}. Workers beyond the CPUs contend with each other "
+        "and the training processes, and can slow or freeze data loading. Set num_workers per "
+        f"process ≤ CPUs / processes per node ({limit}), and persistent_workers=True so the "
+        "workers start once instead of at every epoch.",
+        {"workers": n, "suggested_max": cap, "procs": procs, "per_process_max": per},
     )
 
 
@@ -226,5 +272,5 @@ def worker_crash(facts: Facts) -> tuple[list[Finding], Check]:
         "DataLoader worker crashes",
         out,
         f"no DataLoader worker crash in {facts.lines} lines{STDERR}",
-        None if facts.text_files else NO_TEXT,
+        no_evidence(facts),
     )

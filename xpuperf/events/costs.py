@@ -11,8 +11,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from xpuperf.steps import phase_frame
-
 
 @dataclass(frozen=True)
 class Stall:
@@ -79,20 +77,6 @@ def epoch_stall(table: pd.DataFrame, steps_per_epoch: int | None) -> Stall | Non
         return None
     stall = max(float(np.median(times[starts] - med)), 0.0)
     return Stall(stall, len(starts), med, stall * len(starts) / float(times.sum()))
-
-
-def host_other_s(table: pd.DataFrame | None) -> float | None:
-    """Median host/other time per step (``step_time_s − compute − comm − data``), or None when
-    the table has no ``compute_s``: an upper bound for host-side work such as DDP's search for
-    unused parameters, which no timer measures on its own."""
-    if table is None or "compute_s" not in table.columns:
-        return None
-    ph = phase_frame(table)
-    if ph is None:
-        return None
-    v = ph["other_s"].to_numpy(dtype="float64")
-    v = v[np.isfinite(v)]
-    return float(np.median(v)) if len(v) else None
 
 
 def median_step_s(table: pd.DataFrame | None) -> float | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import pandas as pd
 
 from xpuperf.events import costs
-from xpuperf.events.checks import NO_TEXT, SKIP_FRACTION, _check, _where
+from xpuperf.events.checks import SKIP_FRACTION, _check, _where, no_evidence
 from xpuperf.events.scan import Facts, distinct_iters
 from xpuperf.findings import Check, Finding, Severity
 
@@ -65,7 +65,7 @@ def check(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Chec
     if "megatron_skipped" in facts.events:
         seen.append("megatron_skipped")
     skipped, total, how = skipped_and_total(facts, table)
-    not_checked = None if facts.text_files else NO_TEXT
+    not_checked = no_evidence(facts)
     scales = facts.loss_scales
     scale_txt = f"; loss scale went down to {min(scales):g}" if scales else ""
     extra = max(skipped - START_SKIPS, 0)

@@ -35,6 +35,7 @@ MARKERS: tuple[bytes, ...] = (
     b"ntasks-per-node",
     b"DataLoader worker",
     b"bus error encountered in worker",
+    b"worker processes in total",
 )
 """Fixed byte strings; a line is looked at only when it holds one of them."""
 
@@ -113,6 +114,21 @@ FEW_WORKERS = re.compile(
 FEW_WORKERS_CPUS = re.compile(r"\(try (\d+) which is the number of cpus on this machine\)")
 FEW_WORKERS_SUGGEST = re.compile(r"to `num_workers=(\d+)`")
 
+# --- too many DataLoader workers (torch/utils/data/dataloader.py, _check_worker_number_rationality,
+# torch >= 1.7; 2.5+ check_worker_number_rationality): "This DataLoader will create 16 worker
+# processes in total. Our suggested max number of worker in current system is 8, which is smaller
+# than what this DataLoader is going to create. Please be aware …"; " (`cpuset` is not taken into
+# account)" follows the number when os.sched_getaffinity is missing (Windows, macOS); "DataLoader
+# is not able to compute a suggested max number of worker in current system." replaces the
+# sentence when the CPU count is unknown (then printed for any num_workers > 0). The number
+# created is the DataLoader's num_workers (one process); the suggested max is the CPUs the process
+# may run on (sched_getaffinity, else os.cpu_count()), not divided by the processes per node.
+LOADER_TOO_MANY = re.compile(
+    r"This DataLoader will create (\d+) worker processes in total\. (?:Our suggested max number "
+    r"of worker in current system is (\d+)( \(`cpuset` is not taken into account\))?|"
+    r"DataLoader is not able to compute a suggested max)"
+)
+
 # --- DataLoader worker crash (torch/utils/data/_utils/signal_handling.py, dataloader.py) -----
 WORKER_KILLED = re.compile(
     r"DataLoader worker \(pids?\(?s?\)? ?([\d, ]+)\) (?:is killed by signal: ([A-Za-z ]+)|"
@@ -175,6 +191,20 @@ OMP_DEFAULT = re.compile(
 OMP_VALUE = re.compile(r"\bOMP_NUM_THREADS\s*[=:]\s*['\"]?(\d+)")
 NPROC = re.compile(r"--(?:nproc[_-]per[_-]node|ntasks-per-node)[= ](\d+)")
 LSCPU_CPUS = re.compile(r"^\s*CPU\(s\):\s+(\d+)\s*$")
+
+# --- NCCL's own output (files that hold nothing else are not the job's stdout/stderr) ---------
+# NCCL_DEBUG lines "host:pid:tid [dev] NCCL INFO|WARN …", NCCL's "NCCL version 2.18.6+cuda12.1"
+# banner (rank 0, printed without INFO), RCCL's banner ("RCCL version : …", "HIP version  : …",
+# "ROCm version : …", "Hostname     : …", "Librccl path : …") and blank lines, each possibly behind
+# a launcher prefix. OTHER_LINE finds the first line that is none of these.
+_LAUNCH = rb"(?:\[\d+,\d+\]<std(?:out|err)>:|\[default\d+\]:|\[rank\d+\]:|[ \t]*\d{1,5}: )?"
+OTHER_LINE = re.compile(
+    rb"(?m)^(?!"
+    + _LAUNCH
+    + rb"[ \t\r]*$)(?![^\n]*NCCL (?:INFO|WARN))(?!"
+    + _LAUNCH
+    + rb"[ \t]*(?:(?:[NR]CCL|HIP|ROCm) version|Hostname\s+:|Librccl path\s*:))"
+)
 
 # --- epoch length (for the inter-epoch stall) ------------------------------------------------
 # MMEngine "Epoch(train)  [1][  24/1051]"; timm/DeiT/maskrcnn "Epoch: [0]  [ 10/1251]"; Lightning

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from xpuperf.events.checks import NO_TEXT, STDERR, _check, _ranks, _where
+from xpuperf.events.checks import STDERR, _check, _ranks, _where, no_evidence
 from xpuperf.events.scan import Facts
 from xpuperf.findings import Check, Finding, Severity
 
@@ -85,7 +85,7 @@ def nccl(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Check
         "NCCL collective timeouts (watchdog)",
         out,
         f"no NCCL watchdog timeout in {facts.lines} lines{STDERR}",
-        None if facts.text_files else NO_TEXT,
+        no_evidence(facts),
     )
 
 
@@ -123,17 +123,14 @@ def omp(facts: Facts) -> tuple[list[Finding], Check]:
                 {"threads": facts.omp_default, "procs": procs, "cpus": cpus},
             )
         )
-    if not facts.text_files:
-        not_checked: str | None = NO_TEXT
-    elif not known:
+    not_checked = no_evidence(facts)
+    if not_checked is None and not known:
         have = {"OMP_NUM_THREADS": threads, "processes per node": procs, "CPUs": cpus}
         lack = ", ".join(k for k, v in have.items() if v is None)
         not_checked = (
             f"the log does not show {lack}; print them (env | grep OMP, nproc, lscpu) or "
             "compare OMP_NUM_THREADS × processes per node with the node's CPUs by hand"
         )
-    else:
-        not_checked = None
     clean = f"OMP_NUM_THREADS={threads} × {procs} processes = {(threads or 0) * (procs or 0)} "
     clean += f"threads on {cpus} CPUs"
     return out, _check(

@@ -7,7 +7,9 @@ matches only the lines holding one: 165-215 MB/s on a plain step log and ~170 MB
 log (2-core machine under load; the per-line scan was 42 and 6 MB/s). Line numbers are exact
 (1-based, counted in the decompressed text). Parquet files, files with a NUL byte in their first
 8 KiB and structured step tables (``.csv``, ``.tsv``, ``.json``, ``.jsonl``) are skipped: they
-cannot hold framework output.
+cannot hold framework output. Until a line that is not NCCL's own output is seen, each chunk is
+also searched for one (:data:`~xpuperf.events.patterns.OTHER_LINE`; ~110 MB/s on an NCCL-only
+log, found at once on a training log).
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ class Facts:
     text_files: list[str] = field(default_factory=list)
     skipped_files: list[str] = field(default_factory=list)
     lines: int = 0
+    other_text: bool = False  # a line that is not NCCL's own output nor blank was scanned
+    nccl_text: bool = False  # an NCCL INFO/WARN line was scanned
     events: dict[str, Event] = field(default_factory=dict)
     ranks: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
     warnings: list[str] = field(default_factory=list)
@@ -82,6 +86,9 @@ class Facts:
     few_workers_forms: set[str] = field(default_factory=set)  # "<= 2" (Lightning <= 2.0), "< 2"
     spawn_loaders: set[str] = field(default_factory=set)  # named by the Lightning >= 2.1 warning
     suggested_workers: int | None = None
+    loader_workers: int | None = None  # largest num_workers torch warned about (one process)
+    loader_suggested: int | None = None  # smallest suggested max (CPUs the process may use)
+    loader_cpuset_unchecked: bool = False  # suggested max from os.cpu_count(), not the cpuset
     worker_pids: set[str] = field(default_factory=set)
     worker_signals: set[str] = field(default_factory=set)
     # overflow
@@ -248,6 +255,9 @@ def _hit_blocks(body: bytes, n: int, markers: tuple[bytes, ...]) -> list[tuple[i
 
 def _scan_body(body: bytes, n: int, base: int, name: str, facts: Facts) -> None:
     """Find marker lines in ``body[:n]`` (whole lines) and hand each to :func:`_line`."""
+    if not facts.other_text:
+        facts.other_text = pat.OTHER_LINE.search(body, 0, n) is not None
+        facts.nccl_text = facts.nccl_text or b"NCCL INFO" in body or b"NCCL WARN" in body
     markers = pat.MARKERS if facts.steps_per_epoch else (*pat.MARKERS, pat.EPOCH_MARKER)
     spans: set[tuple[int, int]] = set()
     for lo, hi in _hit_blocks(body, n, markers):
@@ -349,15 +359,30 @@ def _line(seg: str, name: str, no: int, facts: Facts) -> None:
             facts.omp_default = int(m.group(1))
             add("omp_default", name, no, seg, rank)
         else:
-            facts.omp_values.update(int(v) for v in pat.OMP_VALUE.findall(seg))
+            values = [int(v) for v in pat.OMP_VALUE.findall(seg)]
+            if values:
+                facts.omp_values.update(values)
+                add("omp_settings", name, no, seg, rank)
     if "nproc" in seg or "ntasks-per-node" in seg:
         m = pat.NPROC.search(seg)
         if m:
             facts.nproc = int(m.group(1))
+            add("omp_settings", name, no, seg, rank)
     if "CPU(s):" in seg:
         m = pat.LSCPU_CPUS.match(seg)
         if m:
             facts.cpus = int(m.group(1))
+            add("omp_settings", name, no, seg, rank)
+    if "worker processes in total" in seg:
+        m = pat.LOADER_TOO_MANY.search(seg)
+        if m and m.group(2) is None:
+            add("loader_workers_unsized", name, no, seg, rank)
+        elif m:
+            created, suggested = int(m.group(1)), int(m.group(2))
+            facts.loader_workers = max(facts.loader_workers or 0, created)
+            facts.loader_suggested = min(facts.loader_suggested or suggested, suggested)
+            facts.loader_cpuset_unchecked |= m.group(3) is not None
+            add("loader_too_many_workers", name, no, seg, rank)
     if facts.steps_per_epoch is None and "Epoch" in seg:
         m = pat.EPOCH_LEN.search(seg)
         if m:
