@@ -178,6 +178,7 @@ def waiting_share(
 
     Returns:
         ``(wait_fraction, who)`` — who: ``"rank 5 (XP101)"``, ``"ranks 5, 9 (XP101)"``,
+        ``"rank 2 (XP101, intermittent)"`` (an intermittent straggler owes the sync cost),
         ``"node n03 (XP102)"`` or ``"random stragglers (XP103)"`` — or None.
     """
     if stragglers is None or not stragglers.stragglers or comm is None or comm <= 0:
@@ -186,14 +187,14 @@ def waiting_share(
     wait = min(det_cost + float(stragglers.sync_cost_fraction), comm)
     if not wait >= 0.5 * comm:
         return None
-    det = [x for x in stragglers.stragglers if x.kind == "deterministic"]
+    det = [x for x in stragglers.stragglers if x.kind in ("deterministic", "intermittent")]
     nodes = [x.node for x in det if x.rank is None and x.node]
     ranks = [x.rank for x in det if x.rank is not None]
     if nodes:
         who = "node " + ", ".join(nodes[:3]) + " (XP102)"
     elif ranks:
         who = ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(map(str, ranks[:5]))
-        who += " (XP101)"
+        who += " (XP101, intermittent)" if det[-1].kind == "intermittent" else " (XP101)"
     else:
         who = "random stragglers (XP103)"
     return wait, who

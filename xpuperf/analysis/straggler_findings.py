@@ -29,6 +29,7 @@ class Run:
     comm: np.ndarray | None  # (n, m) seconds, None when unknown
     phases: dict[str, np.ndarray | Derived]  # phases that make up work -> (n, m) seconds
     grid: Grid | None = None  # the grid the matrices are whole views of (shared medians)
+    steps: np.ndarray | None = None  # (m,) step numbers of the columns
 
 
 PHASE_NAMES = {"compute_s": "compute", "data_s": "data wait", "other_s": "host/other time"}
@@ -119,6 +120,48 @@ def random_finding(
     data |= {"top_slowest_share": [float(share[i]) for i in top], "threshold": threshold}
     data |= {"sync_cost_fraction": s.cost_fraction, "ranks": len(ranks), "n_steps": s.n_steps}
     return Finding("XP103", Severity.WARNING, msg, data)
+
+
+def _step_list(steps: np.ndarray) -> str:
+    """``steps 10, 30, 50 (every 20 steps)``; at most 8 listed."""
+    shown = ", ".join(str(int(x)) for x in steps[:8]) + (", …" if len(steps) > 8 else "")
+    diffs = np.diff(steps)
+    every = (
+        f" (every {int(diffs[0])} steps)" if len(steps) > 2 and (diffs == diffs[0]).all() else ""
+    )
+    return f"step{'s' if len(steps) > 1 else ''} {shown}{every}"
+
+
+def intermittent_finding(
+    s: Straggler,
+    steps: np.ndarray,
+    owed: float,
+    sync_frac: float,
+    threshold: float,
+    owed_threshold: float,
+    excess: dict[str, float],
+) -> Finding:
+    """XP101, intermittent: one rank owes most of the sync cost on a few steps (kind
+    ``"intermittent"``): its share, the steps, the slow phase and its remedy."""
+    who = f"rank {s.rank}" + (f" ({s.node})" if s.node else "")
+    phase = ""
+    if s.slow_phase:
+        phase = (
+            f" The excess is {PHASE_NAMES[s.slow_phase]}: +{excess[s.slow_phase]:.3f} s over "
+            "the median rank at those steps."
+        )
+    msg = (
+        f"{who} is an intermittent straggler: it is slow on {len(steps)} of {s.n_steps} steps "
+        f"({_step_list(steps)}; median {s.slowdown:.0%} longer work than the median rank there) "
+        f"and the other ranks wait for it in the collective: it owes {owed:.0%} of the sync cost "
+        f"(Σ over steps of slowest − median work; threshold {owed_threshold:.0%}), which is "
+        f"{sync_frac:.1%} of step time (threshold {threshold:.0%}). Cost: {s.cost_fraction:.1%} "
+        f"of throughput.{phase} Remedy: {REMEDY[s.slow_phase]}."
+    )
+    data = {**asdict(s), "steps": [int(x) for x in steps], "owed_share": owed}
+    data |= {"owed_threshold": owed_threshold, "sync_cost_fraction": sync_frac}
+    data |= {"threshold": threshold, "intermittent": True}
+    return Finding("XP101", Severity.WARNING, msg, data)
 
 
 def none_finding(run: Run, ctx: dict, sync_frac: float) -> Finding:

@@ -16,9 +16,14 @@ Methods, on the rank × step matrix of work over the steps present on every rank
 - cost (what-if): Σ_s [max_r work − max_r work'] / Σ_s step time, work' = the straggler's work
   replaced by the step's median of the healthy ranks (= 1 − T_what-if / T). DeepSpeed bills
   Σ(t − min t); we bill against the median so that normal noise is not called straggling.
-- random: per step the slowest healthy rank; sync cost = mean_s(max − median) of work; reported
-  when sync cost / mean step time > ``threshold`` and no rank is slowest in > 3× its fair share
-  of steps with binomial significance.
+- intermittent: per step the slowest healthy rank and its gap (max − median work); the share of
+  Σ_s gap each rank owes (its gap on the steps where it was the slowest). When sync cost / mean
+  step time > ``threshold`` and one rank owes > 50 % (``OWED_SHARE``) of it, that rank is an
+  intermittent straggler (XP101, kind ``"intermittent"``): slow on a few steps (a data-loader
+  or storage stall every N steps), named with those steps and the slow phase.
+- random: otherwise, sync cost = mean_s(max − median) of work; reported when sync cost / mean
+  step time > ``threshold`` and no rank is slowest in > 3× its fair share of steps with
+  binomial significance.
 
 The finding texts (XP101–XP104) are built in :mod:`xpuperf.analysis.straggler_findings`.
 """
@@ -42,13 +47,21 @@ from xpuperf.analysis.grid import (
 from xpuperf.analysis.loo import log_ratio
 from xpuperf.analysis.loo import loo_median as _loo_median  # noqa: F401  (tests import it here)
 from xpuperf.analysis.results import Straggler, StragglerResult
-from xpuperf.analysis.straggler_findings import Run, det_finding, none_finding, random_finding
+from xpuperf.analysis.straggler_findings import (
+    Run,
+    det_finding,
+    intermittent_finding,
+    none_finding,
+    random_finding,
+)
 from xpuperf.findings import Finding, Severity
 
 MIN_STEPS = 5
 MIN_RANKS = 2
 NODE_SHARE = 0.75  # share of a node's ranks that must straggle to blame the node
 DOMINANCE = 3.0  # a rank slowest in > 3x its fair share of steps is not "random"
+OWED_SHARE = 0.5  # a rank owing > 50 % of the sync cost is an intermittent straggler …
+MIN_INTERMITTENT_STEPS = 2  # … when slow (> threshold) on ≥ 2 steps and at most half of them
 N_RESAMPLES = 1000
 # Message texts live in straggler_findings; kept importable from here.
 PHASE_NAMES, REMEDY, NODE_REMEDY = _sf.PHASE_NAMES, _sf.REMEDY, _sf.NODE_REMEDY
@@ -86,7 +99,9 @@ def _build(df: pd.DataFrame, work: pd.Series, source: str) -> Run:
         if comm is not None and has["compute_s"]:
             wanted.append("other_s")  # work = compute + data + other only when comm is known
         phases = {c: mat(pf[c]) for c in wanted}
-    return Run(np.asarray(rank_ids), nodes, w_full[:, keep], step_time, comm, phases)
+    run = Run(np.asarray(rank_ids), nodes, w_full[:, keep], step_time, comm, phases)
+    run.steps = np.asarray(step_ids)[keep]
+    return run
 
 
 def _build_grid(g: Grid) -> tuple[Run, str]:
@@ -119,7 +134,7 @@ def _build_grid(g: Grid) -> tuple[Run, str]:
             phases["other_s"] = sel(g.other())
     step_time = g.step_median() if whole else median_cols(sel(step_t))
     run = Run(np.asarray(g.ranks), nodes, sel(work), step_time, comm, phases)
-    run.grid = g if whole else None
+    run.grid, run.steps = (g if whole else None), (g.steps if whole else g.steps[keep])
     return run, source
 
 
@@ -169,7 +184,8 @@ def find_stragglers(
         seed: seed of the bootstrap (same input and seed → same result).
 
     Returns:
-        ``(StragglerResult, findings)``: XP101 per straggling rank, XP102 per straggling node,
+        ``(StragglerResult, findings)``: XP101 per straggling rank (deterministic, or
+        intermittent: one rank owes > 50 % of the sync cost), XP102 per straggling node,
         XP103 random stragglers, XP104 no straggler (only when per-rank work was measured: with
         step time alone XP105 says the check could not run and carries XP104's numbers),
         XP405 fewer than 5 common steps (no verdict, ``stragglers`` empty, sync cost NaN); a
@@ -287,7 +303,18 @@ def find_stragglers(
     p_dom = stats.binom.sf(slowest - 1, m, 1.0 / nh)
     dominated = np.any((share > DOMINANCE / nh) & (p_dom < (1.0 - confidence) / nh))
     ctx["top_slowest"] = (int(run.ranks[healthy][np.argmax(share)]), float(share.max()))
-    if nh >= MIN_RANKS and sync_frac > threshold and not dominated:
+    # the sync cost each rank owes: Σ gap over the steps where it was the slowest
+    owed = np.bincount(h_arg, weights=gap, minlength=nh) / max(float(gap.sum()), 1e-300)
+    top = int(np.argmax(owed))
+    hit = np.flatnonzero((h_arg == top) & (gap > threshold * ref_step))  # its slow steps
+    # recurring (≥ 2 steps) but not most steps (that is the deterministic test's domain)
+    recurring = MIN_INTERMITTENT_STEPS <= hit.size <= m // 2
+    if nh >= MIN_RANKS and sync_frac > threshold and owed[top] > OWED_SHARE and recurring:
+        row = int(np.flatnonzero(healthy)[top])
+        s, f = _intermittent(run, ctx, row, h_arg == top, hit, gap, float(owed[top]), sync_frac)
+        stragglers.append(s)
+        findings.append(f)
+    elif nh >= MIN_RANKS and sync_frac > threshold and not dominated:
         # fields: kind, rank, node, ranks, slowdown, cost_fraction, n_steps
         slow, cost = float(np.mean(gap / ref_step)), float(gap.sum()) / ctx["total_t"]
         rnd = Straggler("random", None, None, [], slow, cost, m)
@@ -373,3 +400,42 @@ def _entry(run: Run, group: tuple[str | None, np.ndarray, np.ndarray], ctx: dict
         p_value=float(np.max(ctx["pvals"][flg])),
         slow_phase=slow_phase if slow_phase and excess[slow_phase] > 0 else None,
     )
+
+
+def _intermittent(
+    run: Run,
+    ctx: dict,
+    row: int,
+    slowest: np.ndarray,
+    hit: np.ndarray,
+    gap: np.ndarray,
+    owed: float,
+    sync_frac: float,
+) -> tuple[Straggler, Finding]:
+    """The rank that owes most of the sync cost although it is slow on a few steps only.
+
+    ``hit``: its slow steps (column indices), where it was the slowest and worked more than
+    ``threshold`` above the median rank. Slow phase: the phase with the largest median excess
+    over the step's median rank at those steps. ``slowdown``: median over those steps of
+    work / median work − 1. Cost: its gap summed over the steps where it was the slowest.
+    """
+    ref, thr = ctx["ref_step"], ctx["threshold"]
+    excess = {}
+    for p, a in run.phases.items():
+        blk = np.asarray(a[:, hit])
+        excess[p] = float(np.median(blk[row] - np.median(blk, axis=0)))
+    phase = max(excess, key=excess.__getitem__) if excess else None
+    if phase is not None and excess[phase] <= 0:
+        phase = None
+    s = Straggler(
+        kind="intermittent",
+        rank=int(run.ranks[row]),
+        node=run.nodes[row],
+        ranks=[int(run.ranks[row])],
+        slowdown=float(np.median(run.work[row, hit] / ref[hit]) - 1.0),
+        cost_fraction=float(gap[slowest].sum()) / ctx["total_t"],
+        n_steps=run.work.shape[1],
+        slow_phase=phase,
+    )
+    steps = run.steps[hit] if run.steps is not None else hit
+    return s, intermittent_finding(s, steps, owed, sync_frac, thr, OWED_SHARE, excess)
