@@ -90,7 +90,18 @@ def run_from_result(result: AnalyzeResult, label: str, source: str | None = None
 
 
 def run_from_json(doc: dict[str, Any], label: str, source: str) -> RunData:
-    """A comparison side from a saved ``xpuperf.analyze/1`` document."""
+    """A comparison side from a saved ``xpuperf.analyze/1`` document.
+
+    Raises:
+        InputError: the document has no step records (an analyze of NCCL logs or job output
+            only): there is nothing to compare.
+    """
+    if doc.get("summary") is None:
+        raise InputError(
+            "this analyze result holds no step records (NCCL logs or job output only): compare "
+            "needs step logs, or the --json of an analyze that read them",
+            source,
+        )
     steps = doc.get("job_steps")
     st = fps = None
     if isinstance(steps, list) and steps:
@@ -124,6 +135,11 @@ def load_run(path: str | os.PathLike, label: str, **analyze_kw: Any) -> RunData:
     doc = _load_json(Path(path))
     if doc is not None:
         return run_from_json(doc, label, str(path))
+    from xpuperf.kinds import pointed
     from xpuperf.pipeline import analyze_logs
 
-    return run_from_result(analyze_logs([path], **analyze_kw), label, str(path))
+    try:
+        result = analyze_logs([path], **analyze_kw)
+    except InputError as exc:  # an NCCL log, job output, a table…: say what it is
+        raise pointed(exc, "xpuperf compare") from exc
+    return run_from_result(result, label, str(path))

@@ -234,15 +234,22 @@ _FIELD_CHECK = {"stragglers": "steps.stragglers", "straggler_analysis": "steps.s
 def _refuse_unchecked(gate: Gate, doc: Mapping[str, Any], check: str | None) -> None:
     """A usage error when ``check`` (or the one line standing for its area) was not checked:
     "no finding" or "no straggler" without evidence must not pass a gate."""
-    if check is None:
-        return
+    checks = doc.get("checks")
+    if check is None or not isinstance(checks, list):
+        return  # a document without checks (older JSON, compare): nothing to hold against
     area = CHECK_AREA.get(check.split(".")[0])
-    for c in doc.get("checks") or []:
-        if c.get("name") in (check, area) and c.get("status") == "not_checked":
+    mine = [c for c in checks if isinstance(c, dict) and c.get("name") in (check, area)]
+    for c in mine:
+        if c.get("status") == "not_checked":
             raise UsageError(
                 f"--fail-on {gate.text!r} cannot be decided: {c.get('title')} was not checked — "
                 f"{c.get('evidence')}"
             )
+    if not mine:  # e.g. a framework code on a scaling table: this input cannot show it
+        raise UsageError(
+            f"--fail-on {gate.text!r} cannot be decided: this input has no {check} check "
+            "(another kind of input shows it; docs/diagnosis.md lists what each check needs)"
+        )
 
 
 def evaluate(

@@ -160,7 +160,7 @@ def pointed(exc: InputError, reader: str) -> InputError:
     if exc.path is None:
         return exc
     got = kind_of(exc.path)
-    if got is None or got[1] == reader or got[1] in exc.message:
+    if got is None or got[1] == reader or f"`{got[1]}" in exc.message:
         return exc  # not another kind, or the message already names the subcommand
     hint = other_kind(exc.path, reader)
     if hint is None:

@@ -18,7 +18,7 @@ from xpuperf.analysis.results import AnalyzeResult
 from xpuperf.errors import InputError
 from xpuperf.events import EventReport, scan_events
 from xpuperf.findings import Check, Finding
-from xpuperf.kinds import ANALYZE, WHAT_ANALYZE_READS, other_kind
+from xpuperf.kinds import ANALYZE, WHAT_ANALYZE_READS, kind_of, other_kind
 from xpuperf.readers import read_logs
 
 if TYPE_CHECKING:
@@ -57,17 +57,38 @@ def analyze_logs(
     except InputError as exc:
         raise _pointed(exc) from exc.__cause__
     base_table, base_warnings = read_baseline(baseline, fmt=fmt, batch_size=batch_size)
+    warnings, job_files = _skipped_job_output(run.warnings)
     result = analyze(
         run.table,
         baseline=base_table,
         warmup=warmup,
         straggler_threshold=straggler_threshold,
         sources=run.sources,
-        read_warnings=[*run.warnings, *base_warnings],
+        read_warnings=[*warnings, *base_warnings],
     )
-    texts = [Path(p) for p in (*run.sources, *extra_text)]
+    result.read_warnings += [f"{p}: {_AUX_NOTE}" for p in job_files]  # notes, not XP401
+    texts = [Path(p) for p in (*run.sources, *extra_text, *job_files)]
     add_events(result, scan_events(list(dict.fromkeys(texts)), run.table))
     return result
+
+
+_SKIPPED = ": skipped the file: its format is not recognised"
+
+
+def _skipped_job_output(warnings: list[str]) -> tuple[list[str], list[str]]:
+    """(the reader warnings without those of job output, the job-output files): files a folder
+    or glob brought that no step reader knew but that hold NCCL lines or framework warnings are
+    read for events, and their "skipped" warning becomes a note."""
+    from xpuperf.calibrate.nccllog import has_nccl_lines
+
+    job, keep = [], []
+    for w in warnings:
+        path = w.split(_SKIPPED)[0] if _SKIPPED in w else None
+        if path is not None and (has_nccl_lines(path) or _job_output(Path(path))):
+            job.append(path)
+        else:
+            keep.append(w)
+    return keep, job
 
 
 def add_events(result: AnalyzeResult, events: EventReport) -> None:
@@ -100,7 +121,17 @@ def read_baseline(
     or ``(None, [])`` without a baseline. Raises InputError as :func:`read_logs`."""
     if baseline is None:
         return None, []
-    base = read_logs([baseline], fmt=fmt, batch_size=batch_size)
+    try:
+        base = read_logs([baseline], fmt=fmt, batch_size=batch_size)
+    except InputError as exc:
+        got = kind_of(baseline) if exc.message.startswith("cannot tell the format") else None
+        if got is None:
+            raise
+        raise InputError(
+            f"--baseline takes the step log of ONE card alone at the same per-card batch; this "
+            f"is {got[0]}",
+            baseline,
+        ) from None
     return base.table, [f"baseline: {w}" for w in base.warnings]
 
 
@@ -154,14 +185,23 @@ def analyze_inputs(
 
     wanted = set(SNIFFED_EXTENSIONS) | {e for f in FORMATS for e in f.extensions}
     try:
-        found = [f.path for f in expand(paths, wanted)]
+        found = [f.path for f in expand(paths, wanted | set(JOB_OUTPUT_EXTENSIONS))]
     except InputError:
         found = []  # read_logs below raises the same error with its own wording
     nccl_files = [p for p in found if p.suffix.lower() != ".parquet" and has_nccl_lines(p)]
     report = diagnose(nccl_files) if nccl_files else None
     nccl_set = {p.resolve() for p in nccl_files}
-    step_paths, aux = list(paths), []
-    notes: list[str] = list(report.log.warnings) if report else []
+    step_paths, notes = list(paths), list(report.log.warnings) if report else []
+    named = {Path(p).resolve() for p in paths}
+    # job output a folder or glob holds under an extension the step readers do not look at
+    aux = [
+        p
+        for p in found
+        if p.resolve() not in named
+        and not p.name.lower().removesuffix(".gz").endswith(tuple(wanted))
+        and (p.resolve() in nccl_set or _job_output(p))
+    ]
+    notes += [f"{p}: {_AUX_NOTE}" for p in aux]
     result = None
     while step_paths:
         try:
@@ -170,11 +210,20 @@ def analyze_inputs(
         except InputError as exc:
             bad = Path(exc.path).resolve() if exc.path else None
             drop = [p for p in step_paths if bad is not None and Path(p).resolve() == bad]
-            if not drop or not (bad in nccl_set or _job_output(bad)):
-                if exc.path is None and found and {p.resolve() for p in found} <= nccl_set:
-                    break  # a folder of NCCL logs only
+            inside = [p for p in found if bad is not None and bad in p.resolve().parents]
+            aux_dir = bool(inside) and all(p in aux or p.resolve() in nccl_set for p in inside)
+            if not drop or not (bad in nccl_set or aux_dir or _job_output(bad)):
+                if (
+                    exc.path is None
+                    and found
+                    and all(p.resolve() in nccl_set or p in aux or _job_output(p) for p in found)
+                ):
+                    break  # a folder of NCCL logs and job output only
                 raise
             step_paths = [p for p in step_paths if p not in drop]
+            if aux_dir:  # a folder of job output / NCCL logs only: its files are already listed
+                aux += [p for p in inside if p not in aux]
+                continue
             aux.append(bad)
             kind = "NCCL debug log" if bad in nccl_set else "job output"
             why = "" if exc.message.startswith("cannot tell the format") else f" ({exc.message})"
@@ -182,17 +231,40 @@ def analyze_inputs(
                 f"{exc.path}: {kind} without step records{why[:160]}; read for NCCL lines and "
                 "framework warnings only"
             )
+
     if result is None:
+        flags = {"baseline": "--baseline", "batch_size": "--batch-size", "warmup": "--warmup",
+                 "world_size": "--world-size"}  # fmt: skip
+        ignored = [f for k, f in flags.items() if options.get(k) is not None]
+        if ignored:
+            notes.append(
+                f"{', '.join(ignored)} ignored (options of step logs): the inputs hold no step "
+                "records"
+            )
         return None, _no_steps(aux or found, report, notes)
     _merge_nccl(result, report, notes, nccl_files)
+    result.read_warnings = list(dict.fromkeys(result.read_warnings))  # a glob and a walk
     return result, None
 
 
+_AUX_NOTE = "job output without step records; read for NCCL lines and framework warnings only"
+JOB_OUTPUT_EXTENSIONS = (".err", ".out", ".log", ".txt", ".stderr", ".stdout")
+"""Extensions of the job's stdout/stderr looked for inside folders and globs (``.gz`` too)."""
+
+
 def _job_output(path: Path) -> bool:
-    """A text file (not a table) in which :mod:`xpuperf.events` finds a framework warning."""
-    if path.suffix.lower() in (".csv", ".tsv", ".parquet", ".pq", ".json", ".jsonl"):
+    """A text file (not a table) in which :mod:`xpuperf.events` finds a framework warning or
+    setting, or an empty job log (a healthy job's stderr is often empty)."""
+    name = path.name.lower().removesuffix(".gz")
+    if not name.endswith(JOB_OUTPUT_EXTENSIONS):
         return False
-    return bool(scan_events([path]).events)
+    try:
+        if path.stat().st_size == 0:
+            return True
+    except OSError:
+        return False
+    report = scan_events([path])
+    return bool(report.events or report.findings)
 
 
 def _no_steps(files: list[Path], report: object | None, notes: list[str]) -> NoSteps:

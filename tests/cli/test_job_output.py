@@ -104,3 +104,61 @@ def test_log_prefixes_are_not_taken_for_json() -> None:
     assert not sniff_jsonl(["[1,3]<stdout>: hello"])
     assert sniff_jsonl(["["])
     assert sniff_jsonl(['[{"step": 1, "loss": 2.0}'])
+
+
+def _job_folder(tmp_path: Path) -> Path:
+    job = tmp_path / "job"
+    job.mkdir()
+    for r in range(2):
+        rows = ["step,step_time_s,samples"] + [f"{s},1.0,32" for s in range(30)]
+        (job / f"rank{r}.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    (job / "train.err").write_text(TIMEOUT_LOG.read_text(encoding="utf-8"), encoding="utf-8")
+    return job
+
+
+def test_job_output_inside_a_folder_or_glob_is_read_too(tmp_path: Path) -> None:
+    job = _job_folder(tmp_path)
+    for arg in (str(job), str(job / "*")):
+        p = run("analyze", arg, "--warmup", "0", "--json", "-")
+        assert p.returncode == 0, p.stderr
+        doc = json.loads(p.stdout)
+        assert "XP708" in {f["code"] for f in doc["findings"]}
+        assert "XP401" not in {f["code"] for f in doc["findings"]}  # a note, not a skipped row
+        assert p.stderr.count("train.err: job output without step records") == 1
+
+
+def test_a_folder_of_job_output_only_and_an_empty_stderr(tmp_path: Path) -> None:
+    only = tmp_path / "only"
+    only.mkdir()
+    (only / "train.err").write_text(TIMEOUT_LOG.read_text(encoding="utf-8"), encoding="utf-8")
+    p = run("analyze", str(only), "--json", "-")
+    assert p.returncode == 0, p.stderr
+    assert "XP708" in {f["code"] for f in json.loads(p.stdout)["findings"]}
+    empty = tmp_path / "job.err"
+    empty.write_text("", encoding="utf-8")  # a healthy job's stderr is often empty
+    p = run("analyze", str(_steps_csv(tmp_path)), str(empty), "--warmup", "0", "-q")
+    assert p.returncode == 0, p.stderr
+
+
+def test_wrong_files_for_baseline_and_compare_are_named(tmp_path: Path) -> None:
+    steps = str(_steps_csv(tmp_path))
+    p = run("analyze", steps, "--baseline", str(TIMEOUT_LOG), "-q")
+    assert p.returncode == 2
+    assert "--baseline takes the step log of ONE card" in p.stderr
+    p = run("compare", str(NCCL_LOG), steps)
+    assert p.returncode == 2
+    assert "not an input for `xpuperf compare`: this is an NCCL debug log" in p.stderr
+    out = tmp_path / "n.json"
+    assert run("analyze", str(NCCL_LOG), "-q", "--json", str(out)).returncode == 0
+    p = run("compare", steps, str(out))
+    assert p.returncode == 2
+    assert "holds no step records" in p.stderr
+
+
+def test_json_says_null_for_stragglers_not_checked_and_gates_follow(tmp_path: Path) -> None:
+    p = run("analyze", str(_steps_csv(tmp_path)), "--warmup", "0", "--json", "-")
+    assert json.loads(p.stdout)["stragglers"] is None  # step time only: not checked
+    table = DATA / "scaling_markdown_intra" / "table.md"
+    p = run("analyze", str(table), "-q", "--fail-on", "code=XP701")
+    assert p.returncode == 2
+    assert "no events.ddp_unused_parameters check" in p.stderr

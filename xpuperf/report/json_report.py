@@ -58,6 +58,10 @@ def _clean(x: Any) -> Any:
     return x if isinstance(x, str) else str(x)
 
 
+def _unchecked(result: AnalyzeResult, name: str) -> bool:
+    return any(c.name == name and c.status.value == "not_checked" for c in result.checks)
+
+
 def to_dict(result: AnalyzeResult) -> dict[str, Any]:
     """The ``xpuperf.analyze/1`` document of one analysis."""
     s = result.stragglers
@@ -69,7 +73,8 @@ def to_dict(result: AnalyzeResult) -> dict[str, Any]:
         "summary": result.summary,
         "warmup": result.warmup,
         "jitter": result.jitter,
-        "stragglers": s.stragglers if s else [],
+        # null, not [], when the straggler check had no evidence: "[]" would read as none
+        "stragglers": s.stragglers if s and not _unchecked(result, "steps.stragglers") else None,
         "straggler_analysis": (
             {
                 "work_source": s.work_source,
