@@ -116,7 +116,7 @@ def test_renderers(samples: Path) -> None:
     assert view["table"]["rows"][0][0] == "median step time"
     assert view["table"]["rows"][0][-1] == "regression"
     assert view["verdict"].startswith("regression: ")
-    assert "XP101 rank 5 — deterministic straggler rank, cost" in view["verdict"]
+    assert "XP101 rank 5 — straggler rank (deterministic or intermittent), cost" in view["verdict"]
     page = render_compare_html(res)
     assert page.count('id="fig-compare-steps"') == 1
     assert page.count("plotly.js v") == 1

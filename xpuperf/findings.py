@@ -35,7 +35,7 @@ class Severity(str, Enum):
 
 # code -> short title. The title is for tables and docs; the message carries the numbers.
 CODES: dict[str, str] = {
-    "XP101": "deterministic straggler rank",
+    "XP101": "straggler rank (deterministic or intermittent)",
     "XP102": "deterministic straggler node",
     "XP103": "random stragglers (slowest rank changes step to step)",
     "XP104": "no straggler",

@@ -157,9 +157,21 @@ def _breakdown(b: BreakdownResult, findings: list[Finding], shape: str) -> list[
     )  # fmt: skip
     out = []
     for name, title, code, frac, col, hint in parts:
-        if b.source == "phases" and frac is not None:
+        phase_steps = getattr(b, "phase_steps", {})
+        n_steps = getattr(b, "n_steps", 0)
+        k = phase_steps.get(col, n_steps)
+        floor = getattr(b, "min_phase_steps", 0)
+        if b.source == "phases" and frac is not None and k < floor:
+            why = (f"{col} logged on {k} of {n_steps} steps only (a share needs ≥ {floor}): "
+                   f"log {hint} on more steps")  # fmt: skip
+            hit = tuple(sorted({f.code for f in findings if f.code == code}))
+            out.append(Check(name, title, CheckStatus.NOT_CHECKED, why, hit))
+        elif b.source == "phases" and frac is not None:
             what = f"{col} per step" if code != "XP303" else "step time beyond compute, comm, data"
-            out.append(_check(name, title, findings, (code,), f"{what}: {frac:.1%} of step time"))
+            part = f" (from {k} of {n_steps} steps)" if 0 < k < n_steps else ""
+            out.append(
+                _check(name, title, findings, (code,), f"{what}: {frac:.1%} of step time{part}")
+            )
         elif b.source == "baseline" and code == "XP303" and frac is not None:
             out.append(
                 _check(name, title, findings, (code,), "step time beyond the one-card baseline")

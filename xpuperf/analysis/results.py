@@ -87,7 +87,8 @@ class Straggler:
     """One straggler finding (the JSON contract ``stragglers[]``).
 
     Attributes:
-        kind: ``"deterministic"`` (same rank/node always slow) or ``"random"`` (slowest rank
+        kind: ``"deterministic"`` (same rank/node always slow), ``"intermittent"`` (one rank
+            causes most of the waiting, at some steps only) or ``"random"`` (slowest rank
             changes step to step).
         rank: global rank; None for a node-level or random entry.
         node: node name; None when unknown or random.

@@ -96,6 +96,10 @@ def to_dict(result: AnalyzeResult) -> dict[str, Any]:
             "speedup": b.speedup,
             "baseline_step_time_s": b.baseline_step_time_s,
             "baseline_throughput_samples_per_s": b.baseline_throughput_samples_per_s,
+            # the steps the shares rest on (Megatron prints timers on some iterations only)
+            "n_steps": getattr(b, "n_steps", None),
+            "phase_steps": getattr(b, "phase_steps", None),
+            "weak": getattr(b, "weak", None),
             "per_rank": b.per_rank if b.per_rank is not None else [],
         },
         "findings": [f.to_dict() for f in result.findings],

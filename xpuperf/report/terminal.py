@@ -19,6 +19,15 @@ def _pct(x: float | None, digits: int = 1) -> str:
     return "n/a" if x is None else f"{100 * x:.{digits}f}%"
 
 
+def _basis(b: object) -> str:
+    """``, compute_s on 1 of 30 steps: weak`` when the phases rest on few steps."""
+    if not getattr(b, "weak", False):
+        return ""
+    steps = getattr(b, "phase_steps", {})
+    k = min(steps.values()) if steps else 0
+    return f", phases on {k} of {getattr(b, 'n_steps', '?')} steps: weak"
+
+
 def render_terminal(result: AnalyzeResult, console: Console) -> None:
     """Print the summary, jitter, stragglers, breakdown and findings to ``console``."""
     s = result.summary
@@ -68,7 +77,7 @@ def render_terminal(result: AnalyzeResult, console: Console) -> None:
             "breakdown",
             f"compute {_pct(b.compute_fraction)} · comm {_pct(b.comm_fraction)} · "
             f"data {_pct(b.data_fraction)} · other {_pct(b.other_fraction)}  [dim](from "
-            f"{b.source})[/]",
+            f"{b.source}{_basis(b)})[/]",
         )
     console.print(head)
 
