@@ -51,7 +51,7 @@ class FindingChange:
     cost_of: str | None = None
 
     def describe(self) -> str:
-        """``"new XP101 rank 5 — straggler rank (deterministic or intermittent), cost 15.1% of throughput"``."""
+        """``"new XP101 rank 5 — <title>, cost 15.1% of throughput"``."""
         who = f" {self.subject}" if self.subject else ""
         cost = ""
         if self.cost_fraction is not None:
