@@ -99,7 +99,8 @@ def test_html_markdown_and_github_integration(slow: list[str], tmp_path: Path) -
     assert html.read_text().count('id="fig-heatmap"') == 1
     text = md.read_text()
     assert summary.read_text() == "previous step\n" + text  # appended, not overwritten
-    assert "::warning title=XP101 straggler rank (deterministic or intermittent)::rank 5" in p.stderr
+    title = "::warning title=XP101 straggler rank (deterministic or intermittent)::rank 5"
+    assert title in p.stderr
 
 
 def test_no_annotations_outside_actions(slow: list[str]) -> None:

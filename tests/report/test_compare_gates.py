@@ -66,7 +66,8 @@ def test_a_new_straggler_shows() -> None:
     det = res.metric("straggler_cost_deterministic")
     assert det.base == 0.0
     assert det.current == pytest.approx(xp101.data["cost_fraction"])
-    assert "XP101 rank 5 — straggler rank (deterministic or intermittent)" in build_compare_view(res)["verdict"]
+    verdict = build_compare_view(res)["verdict"]
+    assert "XP101 rank 5 — straggler rank (deterministic or intermittent)" in verdict
     doc = to_dict(res)
     assert doc["findings"]["new"][0]["code"] in {"XP101", "XP301"}
     ranks = {r["rank"]: r for r in doc["ranks"]}

@@ -66,7 +66,8 @@ def test_size_cap_with_huge_findings() -> None:
 def test_github_annotations_escape_and_skip_info(samples: Path) -> None:
     result = analyze_logs([samples / "slow_rank_16rank"])
     lines = github_annotations(result)
-    assert lines[0].startswith("::warning title=XP101 straggler rank (deterministic or intermittent)::rank 5")
+    title = "::warning title=XP101 straggler rank (deterministic or intermittent)::rank 5"
+    assert lines[0].startswith(title)
     assert all(not ln.startswith("::notice") for ln in lines)  # info findings are not annotated
     assert all("\n" not in ln for ln in lines)
     result.findings = [
