@@ -88,7 +88,8 @@ def analyze(
         typer.Option(help="Dask scheduler address (tcp://HOST:8786); default: a LocalCluster."),
     ] = None,
 ) -> None:
-    """Find stragglers, FPS jitter and the compute/non-compute split in per-rank step logs."""
+    """Find stragglers, FPS jitter and the compute/non-compute split in per-rank step logs; also
+    reads NCCL debug logs, the job's stdout/stderr (framework warnings) and scaling tables."""
     # imported here so that `xpuperf --help` and other subcommands skip pandas/scipy start-up
     from xpuperf import gates as gt
     from xpuperf.cli.progress import read_progress

@@ -37,7 +37,8 @@ except KeyboardInterrupt:
 
 SUBCOMMANDS: dict[str, str] = {
     "analyze": "Find stragglers, FPS jitter and the compute/non-compute split in per-rank step "
-    "logs.",
+    "logs; also reads NCCL debug logs, the job's stdout/stderr (framework warnings) and scaling "
+    "tables.",
     "ingest": "Write per-rank step logs as a Parquet dataset partitioned by rank range, for "
     "`xpuperf analyze DATASET --engine dask`.",
     "plan": "Predict speedup up to 1000+ cards from the topology and a single-card step time, and "
