@@ -114,8 +114,10 @@ def parse_iso(s: pd.Series) -> np.ndarray:
     dt = pd.to_datetime(text, format="ISO8601", utc=True, errors="coerce")
     out = _epoch_seconds(pd.Series(dt))
     miss = np.isnan(out) & text.notna().to_numpy()
-    if miss.any():
-        tod = pd.to_timedelta(text[miss], errors="coerce") / pd.Timedelta(1, "s")
+    if miss.any():  # only clock times go to to_timedelta: '…T0:00' would parse 'T' as a unit
+        rest = text[miss]
+        clock = rest.str.fullmatch(r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?").fillna(False)
+        tod = pd.to_timedelta(rest.where(clock), errors="coerce") / pd.Timedelta(1, "s")
         out[miss] = tod.to_numpy(dtype=np.float64, na_value=np.nan)
     return out
 
