@@ -182,3 +182,43 @@ def none_finding(run: Run, ctx: dict, sync_frac: float) -> Finding:
     data = {"max_slowdown": float(slowdown[i]), "slowest_rank": int(run.ranks[i])}
     data |= {"sync_cost_fraction": sync_frac, "threshold": threshold, "ranks": n, "n_steps": m}
     return Finding("XP104", Severity.INFO, msg, data)
+
+
+def intermittent_entry(
+    run: Run,
+    ctx: dict,
+    row: int,
+    slowest: np.ndarray,
+    hit: np.ndarray,
+    gap: np.ndarray,
+    owed: float,
+    sync_frac: float,
+    owed_share: float,
+) -> tuple[Straggler, Finding]:
+    """The rank that owes most of the sync cost although it is slow on a few steps only.
+
+    ``hit``: its slow steps (column indices), where it was the slowest and worked more than
+    ``threshold`` above the median rank. Slow phase: the phase with the largest median excess
+    over the step's median rank at those steps. ``slowdown``: median over those steps of
+    work / median work − 1. Cost: its gap summed over the steps where it was the slowest.
+    """
+    ref, thr = ctx["ref_step"], ctx["threshold"]
+    excess = {}
+    for p, a in run.phases.items():
+        blk = np.asarray(a[:, hit])
+        excess[p] = float(np.median(blk[row] - np.median(blk, axis=0)))
+    phase = max(excess, key=excess.__getitem__) if excess else None
+    if phase is not None and excess[phase] <= 0:
+        phase = None
+    s = Straggler(
+        kind="intermittent",
+        rank=int(run.ranks[row]),
+        node=run.nodes[row],
+        ranks=[int(run.ranks[row])],
+        slowdown=float(np.median(run.work[row, hit] / ref[hit]) - 1.0),
+        cost_fraction=float(gap[slowest].sum()) / ctx["total_t"],
+        n_steps=run.work.shape[1],
+        slow_phase=phase,
+    )
+    steps = run.steps[hit] if run.steps is not None else hit
+    return s, intermittent_finding(s, steps, owed, sync_frac, thr, owed_share, excess)

@@ -50,7 +50,7 @@ from xpuperf.analysis.results import Straggler, StragglerResult
 from xpuperf.analysis.straggler_findings import (
     Run,
     det_finding,
-    intermittent_finding,
+    intermittent_entry,
     none_finding,
     random_finding,
 )
@@ -311,7 +311,9 @@ def find_stragglers(
     recurring = MIN_INTERMITTENT_STEPS <= hit.size <= m // 2
     if nh >= MIN_RANKS and sync_frac > threshold and owed[top] > OWED_SHARE and recurring:
         row = int(np.flatnonzero(healthy)[top])
-        s, f = _intermittent(run, ctx, row, h_arg == top, hit, gap, float(owed[top]), sync_frac)
+        s, f = intermittent_entry(
+            run, ctx, row, h_arg == top, hit, gap, float(owed[top]), sync_frac, OWED_SHARE
+        )
         stragglers.append(s)
         findings.append(f)
     elif nh >= MIN_RANKS and sync_frac > threshold and not dominated:
@@ -400,42 +402,3 @@ def _entry(run: Run, group: tuple[str | None, np.ndarray, np.ndarray], ctx: dict
         p_value=float(np.max(ctx["pvals"][flg])),
         slow_phase=slow_phase if slow_phase and excess[slow_phase] > 0 else None,
     )
-
-
-def _intermittent(
-    run: Run,
-    ctx: dict,
-    row: int,
-    slowest: np.ndarray,
-    hit: np.ndarray,
-    gap: np.ndarray,
-    owed: float,
-    sync_frac: float,
-) -> tuple[Straggler, Finding]:
-    """The rank that owes most of the sync cost although it is slow on a few steps only.
-
-    ``hit``: its slow steps (column indices), where it was the slowest and worked more than
-    ``threshold`` above the median rank. Slow phase: the phase with the largest median excess
-    over the step's median rank at those steps. ``slowdown``: median over those steps of
-    work / median work − 1. Cost: its gap summed over the steps where it was the slowest.
-    """
-    ref, thr = ctx["ref_step"], ctx["threshold"]
-    excess = {}
-    for p, a in run.phases.items():
-        blk = np.asarray(a[:, hit])
-        excess[p] = float(np.median(blk[row] - np.median(blk, axis=0)))
-    phase = max(excess, key=excess.__getitem__) if excess else None
-    if phase is not None and excess[phase] <= 0:
-        phase = None
-    s = Straggler(
-        kind="intermittent",
-        rank=int(run.ranks[row]),
-        node=run.nodes[row],
-        ranks=[int(run.ranks[row])],
-        slowdown=float(np.median(run.work[row, hit] / ref[hit]) - 1.0),
-        cost_fraction=float(gap[slowest].sum()) / ctx["total_t"],
-        n_steps=run.work.shape[1],
-        slow_phase=phase,
-    )
-    steps = run.steps[hit] if run.steps is not None else hit
-    return s, intermittent_finding(s, steps, owed, sync_frac, thr, OWED_SHARE, excess)
