@@ -13,7 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xpuperf.analysis import analyze
-from xpuperf.analysis.checks import not_checked_sources, not_checked_steps
+from xpuperf.analysis.checks import (
+    FRAMEWORK_MISSING,
+    NCCL_MISSING,
+    not_checked_sources,
+    not_checked_steps,
+)
 from xpuperf.analysis.results import AnalyzeResult
 from xpuperf.errors import InputError
 from xpuperf.events import EventReport, scan_events
@@ -96,7 +101,7 @@ def add_events(result: AnalyzeResult, events: EventReport) -> None:
     XP7xx) into ``result``: findings, checks, reader notes, and ``result.events``."""
     result.read_warnings += events.warnings
     if not events.files_scanned:  # step tables only: one "not checked" line, no events section
-        result.checks += not_checked_sources(has_nccl=True, has_text=False)[:1]
+        result.checks.append(FRAMEWORK_MISSING)
         return
     result.events = events
     result.findings = sorted([*result.findings, *events.findings], key=lambda f: -f.severity.rank)
@@ -273,8 +278,8 @@ def _no_steps(files: list[Path], report: object | None, notes: list[str]) -> NoS
     findings = [*(report.findings if report else []), *(ev.findings if ev else [])]  # type: ignore[attr-defined]
     checks = [
         *not_checked_steps(),
-        *(report.checks if report else not_checked_sources(has_nccl=False)[:1]),  # type: ignore[attr-defined]
-        *(ev.checks if ev else not_checked_sources(True, has_text=False)[:1]),
+        *(report.checks if report else [NCCL_MISSING]),  # type: ignore[attr-defined]
+        *(ev.checks if ev else [FRAMEWORK_MISSING]),
     ]
     return NoSteps(
         sources=[str(p) for p in files],

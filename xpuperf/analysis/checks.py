@@ -187,38 +187,36 @@ def _breakdown(b: BreakdownResult, findings: list[Finding], shape: str) -> list[
     return out
 
 
+FRAMEWORK_MISSING = _missing(
+    "framework",
+    "framework and runtime warnings (DDP, DataLoader, loss scaling, NCCL watchdog, OpenMP)",
+    "the input holds step tables only, no framework output: pass the job's stdout/stderr log "
+    "(with 2>&1) too",
+)
+"""The one line standing for the :mod:`xpuperf.events` checks when no text log was read."""
+NCCL_MISSING = _missing(
+    "nccl",
+    "NCCL transports, GPUDirect RDMA, rings",
+    "no NCCL_DEBUG=INFO lines in the input: rerun with NCCL_DEBUG=INFO "
+    "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH and pass that log too",
+)
+"""The one line standing for the NCCL-log checks when no input has NCCL lines."""
+TOPOLOGY_MISSING = _missing(
+    "topology",
+    "topology and CPU/NUMA binding",
+    "not part of a step log: run `xpuperf topo check TOPOLOGY --binding FILE`",
+)
+
+
 def not_checked_sources(has_nccl: bool, has_text: bool = True) -> list[Check]:
     """Checks of other evidence kinds absent from an ``analyze`` input (what would enable them):
-    NCCL debug lines, framework output (``has_text`` False: only step tables were read, so the
-    framework-warning checks of :mod:`xpuperf.events` collapse into one), topology."""
-    out = []
-    if not has_text:
-        out.append(
-            _missing(
-                "framework",
-                "framework and runtime warnings (DDP, DataLoader, loss scaling, NCCL watchdog, "
-                "OpenMP)",
-                "the input holds step tables only, no framework output: pass the job's "
-                "stdout/stderr log (with 2>&1) too",
-            )
-        )
-    if not has_nccl:
-        out.append(
-            _missing(
-                "nccl",
-                "NCCL transports, GPUDirect RDMA, rings",
-                "no NCCL_DEBUG=INFO lines in the input: rerun with NCCL_DEBUG=INFO "
-                "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH and pass that log too",
-            )
-        )
-    out.append(
-        _missing(
-            "topology",
-            "topology and CPU/NUMA binding",
-            "not part of a step log: run `xpuperf topo check TOPOLOGY --binding FILE`",
-        )
-    )
-    return out
+    framework output (``has_text`` False: only step tables were read, so the framework-warning
+    checks of :mod:`xpuperf.events` collapse into one line), NCCL debug lines, topology."""
+    return [
+        *([] if has_text else [FRAMEWORK_MISSING]),
+        *([] if has_nccl else [NCCL_MISSING]),
+        TOPOLOGY_MISSING,
+    ]
 
 
 def not_checked_steps() -> list[Check]:
