@@ -135,9 +135,11 @@ def other_kind(path: str | Path, reader: str = ANALYZE) -> str | None:
     (nvidia-smi topo -m output): audit it with `xpuperf topo check FILE` …"), or None when it
     is none of the known kinds or ``reader`` itself reads that kind."""
     got = kind_of(path)
-    if got is None or got[1] == reader:
-        return None
-    what, command = got
+    return None if got is None or got[1] == reader else _pointer(path, *got)
+
+
+def _pointer(path: str | Path, what: str, command: str) -> str:
+    """``this is WHAT: how to read it with COMMAND``."""
     if command == TOPO:
         how = (
             f"audit it with `xpuperf topo check {path}` or turn it into a description file "
@@ -159,10 +161,7 @@ def pointed(exc: InputError, reader: str) -> InputError:
     subcommand)."""
     if exc.path is None:
         return exc
-    got = kind_of(exc.path)
+    got = kind_of(exc.path)  # the file's head is read and sniffed once
     if got is None or got[1] == reader or f"`{got[1]}" in exc.message:
         return exc  # not another kind, or the message already names the subcommand
-    hint = other_kind(exc.path, reader)
-    if hint is None:
-        return exc
-    return InputError(f"not an input for `{reader}`: {hint}", exc.path)
+    return InputError(f"not an input for `{reader}`: {_pointer(exc.path, *got)}", exc.path)
