@@ -17,7 +17,7 @@ from xpuperf import __version__
 from xpuperf.report.checks_view import counts_line
 from xpuperf.report.checks_view import rows as check_rows
 from xpuperf.report.common import ANALYZE_SCHEMA, print_checks, print_findings
-from xpuperf.report.markdown import md_escape
+from xpuperf.report.markdown import _table, md_escape
 
 if TYPE_CHECKING:
     from xpuperf.pipeline import NoSteps
@@ -65,12 +65,8 @@ def render_markdown(ns: NoSteps, title: str = "xpuperf analyze") -> str:
     """A Markdown summary: findings and checks."""
     lines = [f"## {md_escape(title)}", "", f"{len(ns.sources)} file(s) without step records.", ""]
     if ns.findings:
-        lines += ["### Findings", "", "| severity | code | message |", "|---|---|---|"]
-        lines += [
-            f"| {f.severity.value} | {f.code} | {md_escape(f.message)} |" for f in ns.findings
-        ]
-        lines.append("")
-    lines += [f"### Checks — {counts_line(ns.checks)}", "", "| status | check | evidence | codes |"]
-    lines.append("|---|---|---|---|")
-    lines += ["| " + " | ".join(md_escape(c) for c in r) + " |" for r in check_rows(ns.checks)]
+        rows = [[f.severity.value, f.code, f.message] for f in ns.findings]
+        lines += ["### Findings", "", *_table(["severity", "code", "message"], rows), ""]
+    lines += [f"### Checks — {counts_line(ns.checks)}", ""]
+    lines += _table(["status", "check", "evidence", "codes"], check_rows(ns.checks))
     return "\n".join(lines) + "\n"
