@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -264,11 +265,18 @@ def _job_output(path: Path) -> bool:
     if not name.endswith(JOB_OUTPUT_EXTENSIONS):
         return False
     try:
-        if path.stat().st_size == 0:
-            return True
+        st = path.stat()
     except OSError:
         return False
-    report = scan_events([path])
+    return st.st_size == 0 or _has_events(str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _has_events(path: str, size: int, mtime_ns: int) -> bool:
+    """Whether :mod:`xpuperf.events` finds anything in ``path`` — scanned once per file version:
+    ``analyze_inputs`` asks about the same file while picking job output from folders, when a
+    reader refused it and when a folder's readers skipped it."""
+    report = scan_events([Path(path)])
     return bool(report.events or report.findings)
 
 
