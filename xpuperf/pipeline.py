@@ -258,9 +258,16 @@ JOB_OUTPUT_EXTENSIONS = (".err", ".out", ".log", ".txt", ".stderr", ".stdout")
 """Extensions of the job's stdout/stderr looked for inside folders and globs (``.gz`` too)."""
 
 
+STREAM_EXTENSIONS = (".err", ".out", ".stderr", ".stdout")
+"""Names only a process's output streams take (``job.err``, ``slurm-42.out``): such a text file
+is job output even when it holds no known warning — a healthy job's stderr is plain text."""
+
+
 def _job_output(path: Path) -> bool:
     """A text file (not a table) in which :mod:`xpuperf.events` finds a framework warning or
-    setting, or an empty job log (a healthy job's stderr is often empty)."""
+    setting; an empty job log; or any text file named like an output stream
+    (:data:`STREAM_EXTENSIONS`). ``.log``/``.txt`` files need a warning or setting: a text
+    file of another kind must keep its "cannot tell the format" error."""
     name = path.name.lower().removesuffix(".gz")
     if not name.endswith(JOB_OUTPUT_EXTENSIONS):
         return False
@@ -268,7 +275,25 @@ def _job_output(path: Path) -> bool:
         st = path.stat()
     except OSError:
         return False
-    return st.st_size == 0 or _has_events(str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if st.st_size == 0:
+        return True
+    if name.endswith(STREAM_EXTENSIONS) and _is_text(path):
+        return True
+    return _has_events(str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+def _is_text(path: Path) -> bool:
+    """No NUL byte in the first 4 KiB (after gunzip): not a binary file."""
+    import gzip
+
+    try:
+        with path.open("rb") as fh:
+            gz = fh.read(2) == b"\x1f\x8b"
+        opener = gzip.open if gz else open
+        with opener(path, "rb") as fh:  # type: ignore[operator]
+            return b"\x00" not in fh.read(4096)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return False
 
 
 @functools.lru_cache(maxsize=256)

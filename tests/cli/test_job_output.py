@@ -162,3 +162,26 @@ def test_json_says_null_for_stragglers_not_checked_and_gates_follow(tmp_path: Pa
     p = run("analyze", str(table), "-q", "--fail-on", "code=XP701")
     assert p.returncode == 2
     assert "no events.ddp_unused_parameters check" in p.stderr
+
+
+def test_a_healthy_stderr_without_warnings_is_job_output(tmp_path: Path) -> None:
+    err = tmp_path / "train.err"
+    err.write_text("Loading model...\nEpoch 1 done\n", encoding="utf-8")
+    steps = str(_steps_csv(tmp_path))
+    p = run("analyze", steps, str(err), "--warmup", "0", "--json", "-")
+    assert p.returncode == 0, p.stderr
+    status = {c["name"]: c["status"] for c in json.loads(p.stdout)["checks"]}
+    assert status["events.nccl_timeout"] == "clean"  # its 2 lines were read: no timeout in them
+    assert "framework" not in status
+    # in a folder too
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "rank0.csv").write_text(Path(steps).read_text(encoding="utf-8"), encoding="utf-8")
+    (job / "train.err").write_text(err.read_text(encoding="utf-8"), encoding="utf-8")
+    p = run("analyze", str(job), "--warmup", "0", "--json", "-")
+    assert p.returncode == 0, p.stderr
+    assert "events.nccl_timeout" in {c["name"] for c in json.loads(p.stdout)["checks"]}
+    # a binary .err stays an error
+    binary = tmp_path / "core.err"
+    binary.write_bytes(b"\x00\x01\x02" * 100)
+    assert run("analyze", steps, str(binary), "-q").returncode == 2
