@@ -11,6 +11,10 @@ step_time_s    float64     wall time of this step on this rank, seconds (require
 t_end_s        float64     timestamp at the end of the step, seconds (Unix epoch or relative;
                            float64 epoch seconds resolve ~0.24 µs, ample for step times)
 samples        float64     samples processed by this rank in this step (per-card batch)
+tokens         float64     tokens processed by this rank in this step (language models: per-card
+                           batch × sequence length); throughput in tokens/s comes from it
+mfu            float64     model FLOPs utilisation of this rank in this step, a fraction 0…1 as
+                           the framework printed it (nanoGPT ``mfu 41.2%`` → 0.412)
 node           string      host / node name the rank runs on
 data_s         float64     time waiting for input data (data loader, H2D copy), seconds
 forward_s      float64     forward pass, seconds
@@ -43,7 +47,7 @@ PHASES: tuple[str, ...] = (
     "optimizer_s",
     "compute_s",
 )
-OPTIONAL: tuple[str, ...] = ("t_end_s", "samples", "node", *PHASES)
+OPTIONAL: tuple[str, ...] = ("t_end_s", "samples", "tokens", "mfu", "node", *PHASES)
 COLUMNS: tuple[str, ...] = (*REQUIRED, *OPTIONAL)
 
 DTYPES: dict[str, str] = {
@@ -52,6 +56,8 @@ DTYPES: dict[str, str] = {
     "step_time_s": "float64",
     "t_end_s": "float64",
     "samples": "float64",
+    "tokens": "float64",
+    "mfu": "float64",
     "node": "string",
     **dict.fromkeys(PHASES, "float64"),
 }
