@@ -89,3 +89,37 @@ def test_html_shows_rungs_as_points_and_the_forecast_as_a_band() -> None:
     assert line["y"] == [1.0, 0.6]
     assert (points["mode"], points["x"], points["y"]) == ("markers", [1, 8], [1.0, 0.8])
     assert forecast_traces({}) == []
+
+
+def test_markdown_summary_has_the_forecast_tables(capsys, tmp_path) -> None:
+    md = tmp_path / "plan.md"
+    code, out, _ = run(capsys, "--measured", TABLE, "--model", "alexnet", "--topology",
+                       "dgx1-v100", "--cards", "1,2,4,8", "--batch-size", "512",
+                       "--json", "-", "--markdown", str(md), "-q")  # fmt: skip
+    assert code == 0
+    d, text = json.loads(out), md.read_text()
+    assert "### Forecast from the measured ladder" in text
+    p8 = d["forecast"][-1]
+    # the row of 8 cards carries the JSON's speedup and interval to 3 decimals
+    row = f"| 8 | {p8['speedup']:.3f} | {p8['low']:.3f} – {p8['high']:.3f} |"
+    assert row in text
+    # measured rungs: 10509 / (4 × 2987) = 0.880 at 4 GPUs (the table's own figures)
+    assert "| 4 | 0.880 |" in text
+    assert "intra\\_per\\_card\\_s" in text  # the fitted parameters table (escaped for GitHub)
+
+
+def test_forecast_is_the_headline_before_the_cost_model(capsys) -> None:
+    args = ("--measured", TABLE, "--model", "alexnet", "--topology", "dgx1-v100", "--cards",
+            "1,2,4,8", "--batch-size", "512")  # fmt: skip
+    code, out, _ = run(capsys, *args, "--json", "-")
+    assert code == 0
+    d = json.loads(out)
+    p8 = d["forecast"][-1]
+    model8 = d["scaling"][-1]["speedup"]
+    code, out, _ = run(capsys, *args)
+    head = (
+        f"Forecast from the measured ladder: speedup {p8['speedup']:.3f} at 8 cards (90 % "
+        f"interval {p8['low']:.3f}–{p8['high']:.3f}); the cost model alone says {model8:.3f}"
+    )
+    assert head in out
+    assert out.index(head) < out.index("Cost model alone, not calibrated")

@@ -268,7 +268,17 @@ def summary_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
     if doc["fixes"]:
         best = doc["fixes"][0]
         head += f"; best fix ({best['name']}) → {_f(best['speedup_after'])}"
-    rows.append(("speedup", head))
+    label = "speedup"
+    fc = doc.get("forecast")
+    if fc:  # measured beats modelled: the calibrated forecast is the headline
+        p = next((p for p in fc if p["cards"] == target), fc[-1])
+        rows.append((
+            "forecast (measured ladder)",
+            f"{_f(p['speedup'])} at {p['cards']} cards (90 % interval {_f(p['low'])}–"
+            f"{_f(p['high'])})",
+        ))  # fmt: skip
+        label = "cost model alone"
+    rows.append((label, head))
     together = combined_line(doc.get("combined"))
     if together:
         rows.append(("together", together))

@@ -165,6 +165,7 @@ def render_plan_markdown(doc: dict) -> str:
     w, c = doc["workload"], doc["cluster"]
     lines = [f"## xpuperf plan — {md_escape(w['name'])} on {md_escape(c['name'])}", ""]
     lines += _table(["", "value"], [[k, v] for k, v in fp.summary_rows(doc)])
+    lines += _forecast_lines(doc)
     curves = doc.get("fix_curves")
     if curves:
         lines += ["", "### Speedup vs cards (current settings and with each fix)", ""]
@@ -194,3 +195,71 @@ def render_plan_markdown(doc: dict) -> str:
     if notes:
         lines += ["", *[f"- {md_escape(n)}" for n in notes]]
     return _cap(lines)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f}"
+
+
+def _forecast_lines(doc: dict) -> list[str]:
+    """``plan --measured``: the forecast with its 90 % interval, the measured rungs with their
+    loss split, the fitted parameters and the fixes re-scored on the calibrated model, as tables
+    (none without ``forecast`` in ``doc``; the terminal's :func:`render_forecast` in Markdown)."""
+    if not doc.get("forecast"):
+        return []
+    lines = ["", "### Forecast from the measured ladder (90 % interval; times in ms per step)", ""]
+    rows = []
+    for p in doc["forecast"]:
+        b = p["breakdown"]
+        rows.append(
+            [
+                str(p["cards"]),
+                f"{p['speedup']:.3f}",
+                f"{p['low']:.3f} – {p['high']:.3f}",
+                *map(_ms, (p["step_time_s"], b["comm_s"], b["sync_s"])),
+                *map(_ms, (b["intra_node_s"], b["inter_node_s"])),
+            ]
+        )
+    head = ["cards", "speedup", "90 % interval", "step", "comm", "sync", "intra-node", "inter-node"]
+    lines += _table(head, rows)
+    lines += ["", "Measured rungs (speedup = per-card throughput / one card alone):", ""]
+    rows = [
+        [
+            str(r["cards"]),
+            f"{r['speedup']:.3f}",
+            f"{r['fitted_speedup']:.3f}",
+            *map(_ms, (r["loss_s"], r["comm_s"], r["sync_s"], r["residual_s"])),
+            r["source"],
+        ]
+        for r in doc["measured"]
+    ]
+    head = ["cards", "measured", "fitted", "loss", "comm", "sync", "residual", "source"]
+    lines += _table(head, rows)
+    rows = [
+        [
+            f["name"],
+            f"{f['value'] * 1e3:.2f} ± {f['stderr'] * 1e3:.2f} ms",
+            f["level"],
+            f["meaning"],
+        ]
+        for f in doc.get("fitted") or []
+    ]
+    if rows:
+        lines += ["", *_table(["fitted", "value", "level", "meaning"], rows)]
+    fixes = sorted(doc.get("calibrated_fixes") or [], key=lambda f: -f["gain"])
+    if fixes:
+        rows = [
+            [
+                f["name"],
+                f"{f['speedup_before']:.3f}",
+                f"{f['speedup_after']:.3f}",
+                f"{f['gain']:+.3f}",
+            ]
+            for f in fixes
+        ]
+        target = doc["target_cards"]
+        lines += ["", f"Fixes on the calibrated model at {target} cards:", ""]
+        lines += _table(["fix", "before", "after", "gain"], rows)
+    notes = (doc.get("forecast_model") or {}).get("notes") or []
+    lines += ["", *[f"- {md_escape(n)}" for n in notes]] if notes else []
+    return lines

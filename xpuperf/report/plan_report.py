@@ -157,7 +157,12 @@ def render_terminal(result: PlanResult, console: Console) -> None:
         f"{e.settings.framework}, algorithm {e.settings.algorithm}",
         markup=False,
     )
-    table = Table(title="Scaling (times in ms)", title_justify="left", box=box.SIMPLE_HEAD,
+    title = "Scaling (times in ms)"
+    if result.forecast is not None:  # measured beats modelled: the calibrated forecast first
+        console.print(forecast_headline(result), markup=False)
+        render_forecast(result, console)
+        title = "Cost model alone, not calibrated on the measured rungs (times in ms)"
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD,
                   pad_edge=False, padding=0)  # fmt: skip
     cols = ("cards", "speedup", "step", "compute", "comm", "stall", "strag", "other", "algorithm",
             "samples/s")  # fmt: skip
@@ -194,10 +199,19 @@ def render_terminal(result: PlanResult, console: Console) -> None:
         together = combined_line(_combined(result))
         if together:
             console.print(together[0].upper() + together[1:], markup=False)
-    if result.forecast is not None:
-        render_forecast(result, console)
     for line in (*e.assumptions, *result.notes):
         console.print(f"  · {line}", style="dim", markup=False)
+
+
+def forecast_headline(result: PlanResult) -> str:
+    """One line: the forecast at the target from the measured ladder, its 90 % interval and the
+    uncalibrated cost model's figure beside it (the headline of ``plan --measured``)."""
+    target = result.target_cards
+    p = next((p for p in result.forecast.points if p.cards == target), result.forecast.points[-1])
+    model = next((q.speedup for q in result.estimate.points if q.cards == p.cards), None)
+    alone = "" if model is None else f"; the cost model alone says {model:.3f}"
+    return (f"Forecast from the measured ladder: speedup {p.speedup:.3f} at {p.cards} cards "
+            f"(90 % interval {p.low:.3f}–{p.high:.3f}){alone}")  # fmt: skip
 
 
 def render_forecast(result: PlanResult, console: Console) -> None:
