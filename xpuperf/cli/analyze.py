@@ -163,7 +163,7 @@ def analyze(
 
 def _no_steps(ns, json_out, html_out, md_out, quiet, gates, err: Console) -> None:
     """Inputs without step records (NCCL logs, job stdout/stderr): findings, checks, JSON,
-    Markdown and gates (:mod:`xpuperf.report.nosteps`); an HTML report needs step records."""
+    Markdown, HTML and gates (:mod:`xpuperf.report.nosteps`)."""
     from xpuperf import gates as gt
     from xpuperf.report import nosteps
     from xpuperf.report.output import write_markdown_outputs
@@ -179,11 +179,8 @@ def _no_steps(ns, json_out, html_out, md_out, quiet, gates, err: Console) -> Non
             err.print(f"warning: {warning}", markup=False)
     if not quiet and json_out != "-" and md_out != "-":
         nosteps.render_terminal(ns, out_console())
-    if html_out:  # after the outputs that could be written: the run still fails loudly
-        raise UsageError(
-            "--html needs step records: the inputs hold NCCL lines / job output only; "
-            "use --json or --markdown, or add the per-rank step logs"
-        )
+    if html_out:
+        write_output(html_out, nosteps.render_html(ns))
     if gates:
         gt.enforce(gt.evaluate(gates, doc))
 

@@ -1,5 +1,6 @@
 """Renderers of an ``analyze`` whose inputs hold no step records (``pipeline.NoSteps``):
-NCCL debug logs and the job's stdout/stderr. Presentation only.
+NCCL debug logs and the job's stdout/stderr: terminal, JSON, Markdown and a self-contained HTML
+page (the analyze report's machinery, :func:`xpuperf.report.html.render_page`). Presentation only.
 
 The JSON is an ``xpuperf.analyze/1`` document whose step keys are null (``summary``,
 ``jitter``, ``stragglers``, ``breakdown``: a gate on them is refused, never passed), with
@@ -70,3 +71,69 @@ def render_markdown(ns: NoSteps, title: str = "xpuperf analyze") -> str:
     lines += [f"### Checks — {counts_line(ns.checks)}", ""]
     lines += _table(["status", "check", "evidence", "codes"], check_rows(ns.checks))
     return "\n".join(lines) + "\n"
+
+
+MAX_RINGS = 64
+"""Ring rows of the HTML page at most (the JSON has them all)."""
+
+
+def build_view(ns: NoSteps, doc: dict[str, Any]) -> dict[str, Any]:
+    """The HTML view model: ``title``, ``summary`` (label/value pairs: files, and the NCCL
+    library, version, ranks, hosts, network and transports when an input has NCCL lines),
+    ``findings`` and ``checks`` tables ``{id, columns, rows}``, ``rings`` (or None),
+    ``figures`` (none), ``notes``, ``sources``, ``warnings``."""
+    summary = [["files", f"{len(ns.sources)} without step records (NCCL debug logs, job output)"]]
+    nccl = doc.get("nccl")
+    rings = None
+    if nccl:
+        summary.append(
+            ["library", f"{nccl['library']} {nccl['version'] or '(version not printed)'}"]
+        )
+        hosts = nccl["hosts"]
+        summary.append(["ranks / hosts", f"{nccl['ranks'] or '?'} rank(s) on {len(hosts)} host(s)"])
+        summary.append(["network", ", ".join(nccl["network"]) or "not printed"])
+        tr = [f"{t['scope']} {t['transport']} ×{t['connections']}" for t in nccl["transports"]]
+        summary.append(["transports", ", ".join(tr) or "not printed"])
+        rows = [
+            [
+                f"{r['channel']:02d}",
+                " ".join(map(str, r["order"])),
+                r["cross_node_edges"],
+                r["min_cross_node_edges"],
+            ]
+            for r in nccl["rings"][:MAX_RINGS]
+        ]
+        if rows:
+            rings = {"id": "tbl-rings", "columns": ["channel", "order", "node crossings", "min"],
+                     "rows": rows}  # fmt: skip
+            if len(nccl["rings"]) > MAX_RINGS:
+                rings["note"] = f"{len(nccl['rings'])} rings; the first {MAX_RINGS} shown."
+    return {
+        "title": "xpuperf analyze — no step records",
+        "summary": summary,
+        "findings": {
+            "id": "tbl-findings",
+            "columns": ["severity", "code", "title", "message"],
+            "rows": [[f.severity.value, f.code, f.title, f.message] for f in ns.findings],
+        },
+        "checks": {
+            "id": "tbl-checks",
+            "columns": ["status", "check", "evidence", "codes"],
+            "rows": check_rows(ns.checks),
+            "note": counts_line(ns.checks),
+        },
+        "rings": rings,
+        "figures": [],
+        "notes": [],
+        "sources": list(ns.sources),
+        "warnings": list(ns.notes),
+    }
+
+
+def render_html(ns: NoSteps) -> str:
+    """The self-contained HTML page: summary, findings, checks, NCCL rings; the
+    ``xpuperf.analyze/1`` document (:func:`document`) embedded as ``#xpuperf-data``."""
+    from xpuperf.report.html import render_page
+
+    doc = document(ns)
+    return render_page("nosteps.html.j2", build_view(ns, doc), doc)
