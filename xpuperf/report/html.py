@@ -168,7 +168,8 @@ def node_table(result: AnalyzeResult) -> dict[str, Any] | None:
 
 
 def findings_table(result: AnalyzeResult) -> dict[str, Any]:
-    """Findings, most severe first: severity, code, title, message."""
+    """Findings, most severe first: severity, code, title, message (``result``: anything with
+    ``findings``, e.g. ``pipeline.NoSteps`` too)."""
     return {
         "id": TBL_FINDINGS,
         "columns": ["severity", "code", "title", "message"],
@@ -177,7 +178,8 @@ def findings_table(result: AnalyzeResult) -> dict[str, Any]:
 
 
 def checks_table(result: AnalyzeResult) -> dict[str, Any]:
-    """Every check: status (problem / clean / not checked), title, evidence, codes."""
+    """Every check: status (problem / clean / not checked), title, evidence, codes (``result``:
+    anything with ``checks``)."""
     return {
         "id": TBL_CHECKS,
         "columns": ["status", "check", "evidence", "codes"],

@@ -82,6 +82,8 @@ def build_view(ns: NoSteps, doc: dict[str, Any]) -> dict[str, Any]:
     library, version, ranks, hosts, network and transports when an input has NCCL lines),
     ``findings`` and ``checks`` tables ``{id, columns, rows}``, ``rings`` (or None),
     ``figures`` (none), ``notes``, ``sources``, ``warnings``."""
+    from xpuperf.report.html import checks_table, findings_table  # the analyze page's tables
+
     summary = [["files", f"{len(ns.sources)} without step records (NCCL debug logs, job output)"]]
     nccl = doc.get("nccl")
     rings = None
@@ -111,17 +113,8 @@ def build_view(ns: NoSteps, doc: dict[str, Any]) -> dict[str, Any]:
     return {
         "title": "xpuperf analyze — no step records",
         "summary": summary,
-        "findings": {
-            "id": "tbl-findings",
-            "columns": ["severity", "code", "title", "message"],
-            "rows": [[f.severity.value, f.code, f.title, f.message] for f in ns.findings],
-        },
-        "checks": {
-            "id": "tbl-checks",
-            "columns": ["status", "check", "evidence", "codes"],
-            "rows": check_rows(ns.checks),
-            "note": counts_line(ns.checks),
-        },
+        "findings": findings_table(ns),
+        "checks": checks_table(ns),
         "rings": rings,
         "figures": [],
         "notes": [],
