@@ -53,9 +53,11 @@ throughput     fps, throughput, samples_per_sec, samples_per_second, samples_per
                samples_s, sample_per_sec, throughput_samples_s, throughput_samples_per_sec, ips,
                images_per_sec, images_per_second, images_s, img_per_sec, img_s, imgs_per_sec,
                imgs_s, examples_per_sec, examples_per_second, examples_s
-data_s         data, data_time, data_wait, data_wait_time, reader_cost, reader_time, dataloader,
-               dataloader_time, data_load, data_load_time, data_loading, input_time, input_wait,
-               load_time, io_time
+tokens         tokens, num_tokens, n_tokens, ntokens, tokens_per_step, step_tokens, batch_tokens
+mfu            mfu, model_flops_utilization, model_flop_utilization
+data_s         data, data_time, data_wait, data_wait_time, reader_cost, data_cost, reader_time,
+               dataloader, dataloader_time, data_load, data_load_time, data_loading, input_time,
+               input_wait, load_time, io_time
 forward_s      forward, fwd, forward_time, fwd_time, forward_pass, forward_compute
 backward_s     backward, bwd, backward_time, bwd_time, backward_pass, backward_compute
 comm_s         comm, communication, allreduce, all_reduce, comm_time, communication_time,
@@ -69,8 +71,9 @@ compute_s      compute, compute_time, computing, computation, compute_only, fwd_
 
 .. alias-table-end
 
-``step_rate`` (steps per second, e.g. tqdm's ``it/s``), ``throughput`` (samples per second of one
-rank) and ``local_rank`` are not step-table columns: they are used to derive ``step_time_s``
+``tokens`` are tokens of one rank in one step and ``mfu`` a fraction 0…1 (not percent), as in
+:mod:`xpuperf.steps`. ``step_rate`` (steps per second, e.g. tqdm's ``it/s``), ``throughput``
+(samples per second of one rank) and ``local_rank`` are not step-table columns: they are used to derive ``step_time_s``
 (``1 / step_rate``, ``samples / throughput``) and ``rank``. The canonical column names themselves
 (``step_time_s``, ``data_s``, …) match through the unit rule.
 """
@@ -103,7 +106,9 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "step_time_s": (
         "step_time", "steptime", "batch_time", "iter_time", "iteration_time", "step_duration",
         "iter_duration", "iteration_duration", "duration", "elapsed_time_per_iteration",
-        "time_per_iteration", "time_per_iter", "time_per_step", "batch_cost", "train_step_time",
+        "time_per_iteration", "time_per_iter", "time_per_step",
+        "batch_cost",  # PaddlePaddle suites 'batch_cost: 0.5 s' (s per iteration, interval mean)
+        "train_step_time",
         "step_latency", "iteration_latency", "elapsed", "elapsed_time", "time",
     ),
     "t_end_s": (
@@ -123,14 +128,25 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "throughput": (
         "fps", "throughput", "samples_per_sec", "samples_per_second", "samples_per_s",
         "samples_sec", "samples_s", "sample_per_sec", "throughput_samples_s",
-        "throughput_samples_per_sec", "ips", "images_per_sec", "images_per_second", "images_s",
+        "throughput_samples_per_sec",
+        "ips",  # PaddlePaddle suites 'ips: 16.06 samples/s' (instances per second, one rank)
+        "images_per_sec", "images_per_second", "images_s",
         "img_per_sec", "img_s", "imgs_per_sec", "imgs_s", "examples_per_sec",
         "examples_per_second", "examples_s",
     ),
+    "tokens": (
+        "tokens", "num_tokens", "n_tokens", "ntokens", "tokens_per_step", "step_tokens",
+        "batch_tokens",
+    ),
+    "mfu": ("mfu", "model_flops_utilization", "model_flop_utilization"),
     "data_s": (
-        "data", "data_time", "data_wait", "data_wait_time", "reader_cost", "reader_time",
-        "dataloader", "dataloader_time", "data_load", "data_load_time", "data_loading",
-        "input_time", "input_wait", "load_time", "io_time",
+        "data",  # timm train.py 'Data: cur (avg)', maskrcnn-benchmark 'data: cur (avg)'
+        "data_time",  # MMEngine / MMCV, Detectron2, timm (data_time_m)
+        "data_wait", "data_wait_time",
+        "reader_cost",  # PaddleClas / PaddleOCR / PaddleSeg 'reader_cost: 0.0012 s'
+        "data_cost",  # PaddleDetection / PaddleVideo callbacks 'data_cost: 0.0101'
+        "reader_time", "dataloader", "dataloader_time", "data_load", "data_load_time",
+        "data_loading", "input_time", "input_wait", "load_time", "io_time",
     ),
     "forward_s": (
         "forward", "fwd", "forward_time", "fwd_time", "forward_pass", "forward_compute",
@@ -160,8 +176,8 @@ TIMED: frozenset[str] = frozenset(
 )
 """Fields that are times and accept a unit suffix."""
 NUMERIC: tuple[str, ...] = (
-    "step", "rank", "local_rank", "step_time_s", "step_rate", "samples", "throughput",
-    "data_s", "forward_s", "backward_s", "comm_s", "optimizer_s", "compute_s",
+    "step", "rank", "local_rank", "step_time_s", "step_rate", "samples", "tokens", "mfu",
+    "throughput", "data_s", "forward_s", "backward_s", "comm_s", "optimizer_s", "compute_s",
 )  # fmt: skip
 """Fields whose values must be numbers (``t_end_s`` also takes ISO 8601 strings)."""
 AMBIGUOUS = "time"
