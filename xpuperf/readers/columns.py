@@ -73,9 +73,9 @@ compute_s      compute, compute_time, computing, computation, compute_only, fwd_
 
 ``tokens`` are tokens of one rank in one step and ``mfu`` a fraction 0…1 (not percent), as in
 :mod:`xpuperf.steps`. ``step_rate`` (steps per second, e.g. tqdm's ``it/s``), ``throughput``
-(samples per second of one rank) and ``local_rank`` are not step-table columns: they are used to derive ``step_time_s``
-(``1 / step_rate``, ``samples / throughput``) and ``rank``. The canonical column names themselves
-(``step_time_s``, ``data_s``, …) match through the unit rule.
+(samples per second of one rank) and ``local_rank`` are not step-table columns: they are used to
+derive ``step_time_s`` (``1 / step_rate``, ``samples / throughput``) and ``rank``. The canonical
+column names themselves (``step_time_s``, ``data_s``, …) match through the unit rule.
 """
 
 from __future__ import annotations
