@@ -49,6 +49,11 @@ class InputError(XpuperfError):
         return f"{where}{self.message}"
 
 
+class EmptyLogError(InputError):
+    """A step log with no rows at all (an empty file, a header only): beside other inputs it is
+    skipped with a warning, alone it is an error (exit code 2)."""
+
+
 class UsageError(XpuperfError):
     """Bad options or arguments (exit code 2)."""
 

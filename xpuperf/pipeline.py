@@ -21,7 +21,7 @@ from xpuperf.analysis.checks import (
     not_checked_steps,
 )
 from xpuperf.analysis.results import AnalyzeResult
-from xpuperf.errors import InputError
+from xpuperf.errors import EmptyLogError, InputError
 from xpuperf.events import EventReport, scan_events
 from xpuperf.findings import Check, Finding
 from xpuperf.kinds import ANALYZE, WHAT_ANALYZE_READS, kind_of, other_kind
@@ -218,6 +218,12 @@ def analyze_inputs(
             drop = [p for p in step_paths if bad is not None and Path(p).resolve() == bad]
             inside = [p for p in found if bad is not None and bad in p.resolve().parents]
             aux_dir = bool(inside) and all(p in aux or p.resolve() in nccl_set for p in inside)
+            others = [p for p in step_paths if p not in drop] or aux or nccl_files
+            if drop and isinstance(exc, EmptyLogError) and others:
+                # an empty step log beside other inputs: read what is there, say what was not
+                step_paths = [p for p in step_paths if p not in drop]
+                notes.append(f"{exc}: skipped; the other inputs are analysed without it")
+                continue
             if not drop or not (bad in nccl_set or aux_dir or _job_output(bad)):
                 if (
                     exc.path is None

@@ -193,3 +193,24 @@ def test_a_healthy_stderr_without_warnings_is_job_output(tmp_path: Path) -> None
     binary = tmp_path / "core.err"
     binary.write_bytes(b"\x00\x01\x02" * 100)
     assert run("analyze", steps, str(binary), "-q").returncode == 2
+
+
+def test_header_only_step_log_beside_job_output_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    empty = tmp_path / "steps.csv"
+    empty.write_text("rank,step,step_time_s\n")
+    p = run("analyze", str(empty), str(TIMEOUT_LOG), "--json", "-")
+    assert p.returncode == 0, p.stderr
+    assert "steps.csv: has no data rows, only a header: skipped" in p.stderr
+    assert json.loads(p.stdout)["summary"] is None  # no step record anywhere: step keys null
+    # beside a good step log the good one is analysed: 2 ranks of 3 steps of 1.0 s
+    good = tmp_path / "rank0.csv"
+    good.write_text("rank,step,step_time_s\n" + "".join(f"{r},{s},1.0\n" for r in (0, 1)
+                                                           for s in (1, 2, 3)))  # fmt: skip
+    p = run("analyze", str(good), str(empty), "--warmup", "0", "--json", "-")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["summary"]["ranks"] == 2
+    assert "only a header: skipped" in p.stderr
+    # alone it is still an error: nothing else to analyse
+    p = run("analyze", str(empty))
+    assert p.returncode == 2
+    assert "has no data rows, only a header" in p.stderr

@@ -26,7 +26,7 @@ import pandas as pd
 import pyarrow as pa
 
 from xpuperf import steps
-from xpuperf.errors import InputError
+from xpuperf.errors import EmptyLogError, InputError
 from xpuperf.readers import build, progress, world
 from xpuperf.readers.base import (
     BINARY_PROBE,
@@ -140,7 +140,7 @@ def open_source(found: Found) -> Source:
     except (OSError, EOFError, zlib.error) as exc:
         raise InputError(f"cannot read gzip data: {exc}", name) from exc
     if not head:
-        raise InputError("file is empty: expected a header line and one row per step", name)
+        raise EmptyLogError("file is empty: expected a header line and one row per step", name)
     return Source(path, name, is_gz, head, found.hint)
 
 

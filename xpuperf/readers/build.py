@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from xpuperf.errors import InputError
+from xpuperf.errors import EmptyLogError, InputError
 from xpuperf.readers import columns as colmod
 from xpuperf.readers import convert
 from xpuperf.readers.base import NAME_CHARS, RawTable, Source, name_list, short
@@ -177,7 +177,7 @@ def prepare(src: Source, raw: RawTable, batch_size: float | None) -> Part:
         pick.pop(unused, None)
     frame = raw.frame
     if len(frame) == 0 and not raw.drops:
-        raise InputError("has no data rows, only a header", src.name)
+        raise EmptyLogError("has no data rows, only a header", src.name)
 
     # the mapped columns go into the part as they are: a numeric column is not copied (pandas
     # copies an array set with df[col] = …, not one passed to the constructor with copy=False)
