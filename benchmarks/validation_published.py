@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.costmodel.published import run_all, summarize  # noqa: E402
+from tests.costmodel.published import run_all, summarize
 
 
 def main() -> None:
