@@ -93,13 +93,16 @@ def register_format(fmt: Format) -> None:
     FORMATS.insert(at, fmt)
 
 
-def get_format(name: str) -> Format:
+def get_format(name: str | Format) -> Format:
     """The format called ``name`` (case-insensitive); an extension without its dot also names
-    its format (``"json"`` → jsonl, ``"pq"`` → parquet).
+    its format (``"json"`` → jsonl, ``"pq"`` → parquet). A :class:`Format` is returned as it is
+    (``--pattern``: :func:`xpuperf.readers.formats.pattern.pattern_format`).
 
     Raises:
         InputError: unknown name; the message lists the known ones.
     """
+    if isinstance(name, Format):
+        return name
     key = name.strip().lower()
     for f in FORMATS:
         if f.name == key:
