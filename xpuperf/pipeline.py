@@ -26,6 +26,7 @@ from xpuperf.events import EventReport, scan_events
 from xpuperf.findings import Check, Finding
 from xpuperf.kinds import ANALYZE, WHAT_ANALYZE_READS, kind_of, other_kind
 from xpuperf.readers import read_logs
+from xpuperf.readers.formats.pattern import NO_MATCH
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -209,11 +210,14 @@ def analyze_inputs(
     ]
     notes += [f"{p}: {_AUX_NOTE}" for p in aux]
     result = None
+    unmatched = None  # --pattern matched no line of a file: an error unless another file matched
     while step_paths:
         try:
             result = analyze_logs(step_paths, extra_text=aux, **options)  # type: ignore[arg-type]
             break
         except InputError as exc:
+            if unmatched is None and exc.message.startswith(NO_MATCH):
+                unmatched = exc
             bad = Path(exc.path).resolve() if exc.path else None
             drop = [p for p in step_paths if bad is not None and Path(p).resolve() == bad]
             inside = [p for p in found if bad is not None and bad in p.resolve().parents]
@@ -239,11 +243,14 @@ def analyze_inputs(
             aux.append(bad)
             kind = "NCCL debug log" if bad in nccl_set else "job output"
             why = "" if exc.message.startswith("cannot tell the format") else f" ({exc.message})"
+            why = f" ({NO_MATCH})" if exc.message.startswith(NO_MATCH) else why
             notes.append(
                 f"{exc.path}: {kind} without step records{why[:160]}; read for NCCL lines and "
                 "framework warnings only"
             )
 
+    if result is None and unmatched is not None:
+        raise unmatched
     if result is None:
         flags = {"baseline": "--baseline", "batch_size": "--batch-size", "warmup": "--warmup",
                  "world_size": "--world-size"}  # fmt: skip

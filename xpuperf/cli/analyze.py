@@ -13,7 +13,13 @@ import typer
 from rich.console import Console
 
 from xpuperf.cli.console import err_console, out_console
-from xpuperf.cli.options import BatchSizeOption, FormatOption, WorldSizeOption
+from xpuperf.cli.options import (
+    BatchSizeOption,
+    FormatOption,
+    PatternOption,
+    WorldSizeOption,
+    reader_format,
+)
 from xpuperf.errors import UsageError
 from xpuperf.report.output import check_not_input, stdout_outputs, write_output
 from xpuperf.report.terminal import safe
@@ -41,6 +47,7 @@ def analyze(
         typer.Option(help="Log of ONE card alone at the same per-card batch (for speedup)."),
     ] = None,
     fmt: FormatOption = None,
+    pattern: PatternOption = None,
     batch_size: BatchSizeOption = None,
     warmup: Annotated[
         int | None, typer.Option(min=0, help="Exclude this many leading steps (default: detect).")
@@ -100,6 +107,7 @@ def analyze(
     from xpuperf.report.terminal import render_terminal
 
     gates = gt.parse_gates(fail_on)  # a malformed expression stops here, before any work
+    fmt = reader_format(fmt, pattern)  # a malformed --pattern too
 
     err = err_console()
     if not logs:

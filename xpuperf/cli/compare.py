@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from xpuperf.cli.console import out_console
-from xpuperf.cli.options import BatchSizeOption, FormatOption
+from xpuperf.cli.options import BatchSizeOption, FormatOption, PatternOption, reader_format
 from xpuperf.errors import UsageError
 from xpuperf.report.output import check_not_input, stdout_outputs, write_output
 
@@ -102,6 +102,7 @@ def compare(
     alpha: Annotated[float, typer.Option(min=0.0, max=1.0, help="Significance level.")] = 0.01,
     min_effect: Annotated[str, typer.Option(help="Smallest change that counts (e.g. 1%).")] = "1%",
     fmt: FormatOption = None,
+    pattern: PatternOption = None,
     batch_size: BatchSizeOption = None,
     warmup: Annotated[
         int | None, typer.Option(min=0, help="Exclude this many leading steps (default: detect).")
@@ -122,6 +123,7 @@ def compare(
 
     from xpuperf.compare import check_max_regression, compare_paths, to_dict
 
+    fmt = reader_format(fmt, pattern)
     limit = parse_fraction(max_regression, "--max-regression") if max_regression else None
     effect = parse_fraction(min_effect, "--min-effect")
     for text, option in ((max_regression, "--max-regression"), (min_effect, "--min-effect")):

@@ -11,7 +11,13 @@ from typing import Annotated
 import typer
 
 from xpuperf.cli.console import err_console
-from xpuperf.cli.options import BatchSizeOption, FormatOption, WorldSizeOption
+from xpuperf.cli.options import (
+    BatchSizeOption,
+    FormatOption,
+    PatternOption,
+    WorldSizeOption,
+    reader_format,
+)
 from xpuperf.cli.progress import read_progress
 from xpuperf.errors import UsageError
 from xpuperf.report.terminal import safe
@@ -24,6 +30,7 @@ def ingest(
         typer.Option("--out", "-o", help="New (or empty) folder to write the dataset into."),
     ],
     fmt: FormatOption = None,
+    pattern: PatternOption = None,
     batch_size: BatchSizeOption = None,
     world_size: WorldSizeOption = None,
     ranks_per_partition: Annotated[
@@ -39,6 +46,7 @@ def ingest(
     from xpuperf.engine.dataset import check_output_dir, write_dataset
     from xpuperf.readers import read_logs
 
+    fmt = reader_format(fmt, pattern)
     if not out.strip():
         raise UsageError("-o path is empty; give a folder name")
     if out.strip() == "-":

@@ -1,4 +1,4 @@
-"""Options shared by the subcommands that read step logs (analyze, compare, ingest)."""
+"""Options shared by the subcommands that read step logs (analyze, compare, ingest, plan)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,36 @@ from typing import Annotated
 
 import typer
 
+from xpuperf.errors import UsageError
+
 FormatOption = Annotated[
     str | None, typer.Option("--format", "-f", help="Force a reader format (csv, jsonl, …).")
 ]
 """``--format NAME``: force a reader instead of sniffing (``xpuperf formats`` lists them)."""
+
+PatternOption = Annotated[
+    str | None,
+    typer.Option(
+        "--pattern",
+        help="Read any text log by its step line, e.g. 'iter {step}: loss {_}, time "
+        "{step_time_ms}ms' (fields: docs/formats.md; try it: xpuperf formats --explain FILE "
+        "--pattern '…').",
+    ),
+]
+"""``--pattern '…'``: a user-defined step line (:mod:`xpuperf.readers.formats.pattern`)."""
+
+
+def reader_format(fmt: str | None, pattern: str | None) -> object:
+    """What ``fmt=`` of the readers takes: the ``--format`` name, or the ``--pattern`` compiled
+    into a format (UsageError, exit 2: a malformed pattern, or both options given)."""
+    if pattern is None:
+        return fmt
+    if fmt is not None:
+        raise UsageError("give --format NAME or --pattern '…', not both")
+    from xpuperf.readers.formats.pattern import pattern_format  # pandas: not at start-up
+
+    return pattern_format(pattern)
+
 
 BatchSizeOption = Annotated[
     float | None,

@@ -15,6 +15,7 @@ import typer
 from xpuperf.advice.plan import make_plan
 from xpuperf.cli import plan_input
 from xpuperf.cli.console import out_console
+from xpuperf.cli.options import reader_format
 from xpuperf.cli.topo import nic_speed_Gbps
 from xpuperf.costmodel.calibrated import plan_inputs
 from xpuperf.costmodel.comm import USER_ALGORITHMS
@@ -183,6 +184,14 @@ def plan(
     log_format: Annotated[
         str | None, Opt("--format", help="Force the --from-log reader (xpuperf formats).")
     ] = None,
+    log_pattern: Annotated[
+        str | None,
+        Opt(
+            "--pattern",
+            help="Read --from-log by its step line: 'iter {step} … {step_time_ms}ms' "
+            "(docs/formats.md).",
+        ),
+    ] = None,
     measured_src: Annotated[
         list[str] | None,
         Opt(
@@ -238,6 +247,9 @@ def plan(
     """Predict speedup up to 1000+ cards from the topology and a single-card step time, and rank
     the fixes (bucket size, algorithm, ring order, NIC per card, …) by gain."""
     counts = _cards(cards)
+    if log_pattern is not None and from_log is None:
+        raise UsageError("--pattern applies to --from-log PATH; give the log too")
+    log_format = reader_format(log_format, log_pattern)
     to_stdout = stdout_outputs(json=json_out, html=html_out, markdown=md_out)
     if target is not None and target < 1:
         raise UsageError(f"--target must be a card count >= 1, got {target}")

@@ -89,6 +89,9 @@ ACCEPTED = (
     "timestamp, rank, node, _ (skip anything)"
 )
 """The accepted field names, for messages."""
+NO_MATCH = "the pattern matched no line of the file"
+"""Start of the error for a file where no line matches (``analyze`` keeps it an error when no
+other input matched either, instead of reading the file as job output)."""
 DUPLICATE = "matching line repeats the step of the previous one of its rank; kept the first"
 BAD_DATE = "{timestamp} is not a valid date"
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]|\s+|[^{}\s]+")
@@ -378,7 +381,7 @@ def read(src: Source, pat: Pattern) -> TextTable:
     rows.undecodable(bad)
     if not matched:
         raise InputError(
-            f"the pattern matched no line of the file{closest.describe()}; see what it matches "
+            f"{NO_MATCH}{closest.describe()}; see what it matches "
             f"with `{quote_command(src.name, pat)}` (docs/formats.md, 'Any other text log')",
             src.name,
         )
