@@ -6,6 +6,8 @@ People paste whatever their cluster printed. When a subcommand cannot read a fil
 
 ==========================================  ====================================================
 nccl-tests output (``# … busbw``)            ``xpuperf calibrate``
+Gaudi ``hccl_demo`` output                  ``xpuperf calibrate``
+(``[BENCHMARK]``, ``SUMMARY REPORT``)
 topology dumps (``nvidia-smi topo -m``,      ``xpuperf topo check`` / ``topo import``
 ``numactl -H``, ``lscpu``, ``npu-smi info``,
 NCCL topology XML, ``rocm-smi --showtopo``,
@@ -79,6 +81,10 @@ def kind_of(path: str | Path) -> tuple[str, str] | None:
         return None
     if any(m in text for m in _NCCL_TESTS) and ("busbw" in text or "algbw" in text):
         return "nccl-tests output", CALIBRATE
+    from xpuperf.calibrate.hccldemo import sniff as hccl_demo
+
+    if hccl_demo(text):
+        return "Intel Gaudi hccl_demo output", CALIBRATE
     from xpuperf.topology.importers import IMPORTERS
 
     for name, mod in IMPORTERS.items():
