@@ -48,6 +48,22 @@ def _label(fit: Fit) -> str:
     return f"{fit.collective} on {ranks} ranks / {nodes} nodes ({files})"
 
 
+RERUN = {
+    "nccl-tests": {"iters": "rerun nccl-tests with more iterations (-n 50 -w 10)",
+                   "small": "rerun nccl-tests from -b 8",
+                   "large": "rerun with a larger -e (max bytes)"},
+    "hccl_demo": {"iters": "rerun hccl_demo with more iterations (--loop 1000)",
+                  "small": "rerun hccl_demo with --size_range 32b …",
+                  "large": "rerun hccl_demo with a larger --size_range maximum"},
+}  # fmt: skip
+"""How to get more evidence, per tool that printed the table."""
+
+
+def rerun(fit: Fit, what: str) -> str:
+    """The tool's own flags for ``what`` (``iters``, ``small``, ``large``): :data:`RERUN`."""
+    return RERUN.get(fit.tool, RERUN["nccl-tests"])[what]
+
+
 def _gb(x: float) -> str:
     return f"{x:.3g} GB/s"
 
@@ -74,8 +90,8 @@ def fit_findings(fit: Fit) -> list[Finding]:
                 "XP602",
                 Severity.WARNING,
                 f"{_label(fit)}: {'; '.join(bad)}. The measured curve is irregular there "
-                "(a protocol or algorithm switch, or a noisy row); rerun nccl-tests with more "
-                "iterations (-n 50 -w 10), and treat predictions "
+                f"(a protocol or algorithm switch, or a noisy row); {rerun(fit, 'iters')}, "
+                "and treat predictions "
                 f"near these sizes as ±{max(bw_err or 0.0, lat_err or 0.0):.0%}.",
                 {**key, **acc},
             )
@@ -88,8 +104,8 @@ def fit_findings(fit: Fit) -> list[Finding]:
                 Severity.INFO,
                 f"{_label(fit)}: the smallest size measured is {smallest:,} B, where transfer "
                 f"is more than 10% of the time, so latency_us = {fit.latency_us:.3g} µs is an "
-                "extrapolation of the large-message line, not the latency floor; rerun "
-                "nccl-tests from -b 8 to measure it.",
+                "extrapolation of the large-message line, not the latency floor; "
+                f"{rerun(fit, 'small')} to measure it.",
                 {**key, "smallest_size_bytes": smallest},
             )
         )
@@ -101,8 +117,8 @@ def fit_findings(fit: Fit) -> list[Finding]:
                 Severity.INFO,
                 f"{_label(fit)}: busbw at the largest size ({int(last['size_bytes']):,} B) is "
                 f"{_gb(last['measured_busbw_GBps'])}, below {RISING_FRACTION:.0%} of the fitted "
-                f"plateau {_gb(fit.busbw_GBps)}: the plateau is extrapolated; rerun with a larger "
-                "-e (max bytes).",
+                f"plateau {_gb(fit.busbw_GBps)}: the plateau is extrapolated; "
+                f"{rerun(fit, 'large')}.",
                 {**key, "largest_busbw_GBps": float(last["measured_busbw_GBps"])},
             )
         )
@@ -326,6 +342,9 @@ def wrong_check(tables: list[tuple[str, TableInfo]], wrong: list[float]) -> Chec
             parts.append((CheckStatus.PROBLEM, f"{where}: wrong results reported"))
         elif t.check_kind == "#wrong" or t.out_of_bounds is not None:
             parts.append((CheckStatus.CLEAN, f"{where}: 0 wrong elements in {t.rows} rows"))
+        elif t.tool == "hccl_demo":
+            parts.append((CheckStatus.NOT_CHECKED, f"{where}: hccl_demo prints no count of "
+                          "wrong elements per size"))  # fmt: skip
         else:
             parts.append((CheckStatus.NOT_CHECKED, f"{where}: old layout prints a max error, "
                           "not a count, and no '# Out of bounds values' line"))  # fmt: skip

@@ -63,6 +63,11 @@ class Fit:
     ``points`` columns: size_bytes, measured_time_us, measured_busbw_GBps, fitted_busbw_GBps,
     predicted_busbw_GBps (leave-one-out), residual (fitted/measured − 1), loo_error
     (predicted/measured − 1; NaN when the size could not be left out).
+
+    ``table``: the run (result table, numbered over all files) the fit comes from, None when
+    runs were pooled (``--pool``); ``tool``, ``run`` (``file:line`` of the table) and ``hosts``
+    are filled in by :func:`~.run.calibrate_files`. ``excluded``: sizes left out of the fit
+    because their busbw collapsed (:mod:`.sweep`), None when none were.
     """
 
     collective: str
@@ -77,6 +82,11 @@ class Fit:
     points: pd.DataFrame
     latency_floor_observed: bool
     sources: list[str] = field(default_factory=list)
+    table: int | None = None
+    tool: str = "nccl-tests"
+    run: str = ""
+    hosts: list[str] = field(default_factory=list)
+    excluded: pd.DataFrame | None = None
 
     def accuracy(self) -> dict[str, float | bool | None]:
         """Held-out accuracy against the issue-10 bar (errors as fractions, None: not measured).
@@ -259,8 +269,10 @@ def fit_frame(
         measurement: ``"out-of-place"`` (default), ``"in-place"`` or ``"best"`` (the smaller
             time of the two per row: noise only ever adds time).
         max_lines: largest K tried (1 = plain α–β).
-        pool: fit rows of different files together when their (collective, ranks, nodes)
-            agree (repeated runs on one cluster); by default each file is fitted on its own.
+        pool: fit rows of different runs and files together when their (collective, ranks,
+            nodes) agree (repeated runs on one cluster); by default each run (``table``: one
+            result table of one file; the caller numbers tables over all files) is fitted on
+            its own — two runs in one file are never pooled.
 
     Sizes of 0 bytes and rows without a time are left out. Groups where fewer than 2 sizes
     remain are skipped (the caller reports them). ``bus_factor`` comes from §3 when ranks are
@@ -269,9 +281,13 @@ def fit_frame(
     if measurement not in ("out-of-place", "in-place", "best"):
         raise ValueError(f"measurement must be out-of-place, in-place or best, not {measurement!r}")
     fits: list[Fit] = []
-    keys = ["collective", "ranks", "nodes"] if pool else ["source", "collective", "ranks", "nodes"]
+    keys = ["collective", "ranks", "nodes"]
+    keys = keys if pool else ["source", "table", *keys]
+    if "table" not in frame:  # a frame built by hand: one run per source
+        frame = frame.assign(table=0)
     for key, g in frame.groupby(keys, dropna=False, sort=False):
         coll, ranks, nodes = key[-3:]
+        table = None if pool or pd.isna(key[1]) else int(key[1])
         ranks = None if pd.isna(ranks) else int(ranks)
         nodes = None if pd.isna(nodes) else int(nodes)
         t = _times(g, measurement)
@@ -286,23 +302,23 @@ def fit_frame(
         p, k, (res, scale), uniq, pred_t = fit_group(
             sizes, t.to_numpy(dtype=float), factor, max_lines=max_lines
         )
-        fits.append(
-            _build(
-                coll,
-                ranks,
-                nodes,
-                factor,
-                sizes,
-                t.to_numpy(float),
-                p,
-                k,
-                res,
-                scale,
-                uniq,
-                pred_t,
-                sorted(set(g["source"].astype(str))),
-            )
+        fit = _build(
+            coll,
+            ranks,
+            nodes,
+            factor,
+            sizes,
+            t.to_numpy(float),
+            p,
+            k,
+            res,
+            scale,
+            uniq,
+            pred_t,
+            sorted(set(g["source"].astype(str))),
         )
+        fit.table = table
+        fits.append(fit)
     return fits
 
 

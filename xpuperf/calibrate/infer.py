@@ -105,7 +105,7 @@ def finish_table(
                 f"{t.ranks} ranks should give {want:.3f} (tolerance 2%); the rank count or the "
                 "collective may be wrong — pass --collective, or check the preamble"
             )
-    if t.avg_busbw_GBps is None:
+    if t.avg_busbw_GBps is None and t.tool == "nccl-tests":
         warnings.append(
             f"{path}:{t.header_line}: no '# Avg bus bandwidth' line after the table: "
             "the output may be cut"

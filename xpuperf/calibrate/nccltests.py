@@ -125,7 +125,13 @@ class TableInfo:
         header_line: 1-based line of the column header; rows: rows kept.
         avg_busbw_GBps: the ``# Avg bus bandwidth`` figure, None if absent.
         out_of_bounds: the ``# Out of bounds values`` count, None if absent.
-        check_kind: ``"#wrong"`` or ``"error"``.
+        check_kind: ``"#wrong"`` or ``"error"`` (``""``: the tool prints no check column).
+        tool: ``"nccl-tests"`` or ``"hccl_demo"`` (the program that printed the table).
+        nodes_source: ``"preamble"`` (distinct hosts of a complete rank list),
+            ``"ranks per node"`` (ranks / the first host's rank count, or a launch option),
+            ``"hosts"`` (the launcher's host list); empty when unknown.
+        rank_lines: ``# Rank`` lines present; abbreviated: the list was cut (``...``, or rank
+            ids with gaps), so the count came from elsewhere (:mod:`.ranks`).
     """
 
     collective: str = ""
@@ -142,6 +148,10 @@ class TableInfo:
     check_kind: str = ""
     nccl_tests_version: str | None = None
     nccl_version: str | None = None
+    tool: str = "nccl-tests"
+    nodes_source: str = ""
+    rank_lines: int = 0
+    abbreviated: bool = False
 
 
 @dataclass
@@ -278,13 +288,27 @@ def read_nccl_tests(
             path,
             where,
         )
+    return build_result(rows, tables, warnings, str(path), collective)
+
+
+def build_result(
+    rows: list[dict],
+    tables: list[TableInfo],
+    warnings: list[str],
+    path: str,
+    collective: str | None,
+) -> NcclTestsResult:
+    """The :class:`NcclTestsResult` of parsed ``rows`` (each with ``table`` = index into
+    ``tables``): tables without rows dropped and renumbered, collective and ranks settled
+    (:func:`~.infer.finish_table`), columns in :data:`COLUMNS` order. Shared by the readers of
+    every collective benchmark (nccl-tests, hccl_demo)."""
     frame = pd.DataFrame(rows)
     tables = [t for t in tables if t.rows]
     keep = sorted(set(frame["table"]))
     frame["table"] = frame["table"].map({old: new for new, old in enumerate(keep)})
     for i, t in enumerate(tables):
         sub = frame.index[frame["table"] == i]
-        finish_table(t, frame.loc[sub], collective, p.name, warnings, str(path))
+        finish_table(t, frame.loc[sub], collective, Path(path).name, warnings, path)
         frame.loc[sub, "collective"] = t.collective
         frame.loc[sub, "ranks"] = t.ranks if t.ranks is not None else pd.NA
         frame.loc[sub, "nodes"] = t.nodes if t.nodes is not None else pd.NA

@@ -1,4 +1,4 @@
-"""``calibrate_files``: nccl-tests outputs (+ optional topology) → fitted model and findings.
+"""``calibrate_files``: nccl-tests / hccl_demo outputs (+ topology) → fitted model and findings.
 
 The result renders to two documents (:mod:`xpuperf.calibrate.render`):
 
@@ -22,6 +22,7 @@ import pandas as pd
 
 from xpuperf.calibrate import checks, single
 from xpuperf.calibrate.fit import MAX_LINES, Fit, fit_frame
+from xpuperf.calibrate.hccldemo import is_hccl_demo, read_hccl_demo
 from xpuperf.calibrate.nccllog import has_nccl_lines
 from xpuperf.calibrate.nccllog_checks import diagnose
 from xpuperf.calibrate.nccltests import TableInfo, read_nccl_tests
@@ -86,7 +87,8 @@ def calibrate_files(
     """Parse ``files``, fit every (collective, ranks, nodes) group, derive findings.
 
     Args:
-        files: nccl-tests output files (any of the layouts of :mod:`.nccltests`).
+        files: nccl-tests output files (any of the layouts of :mod:`.nccltests`) or Gaudi
+            hccl_demo output (:mod:`.hccldemo`, recognised by content).
         cluster: topology to compare busbw plateaus against (XP601), or None.
         topology_name: how the topology was given (for the report).
         measurement: ``"best"`` (smaller of out-of-place and in-place time per size; default:
@@ -111,7 +113,8 @@ def calibrate_files(
     offset = 0
     for f in files:
         try:
-            res = read_nccl_tests(f, collective=collective)
+            reader = read_hccl_demo if is_hccl_demo(f) else read_nccl_tests
+            res = reader(f, collective=collective)
         except InputError as exc:
             if not has_nccl_lines(f):
                 raise
@@ -131,6 +134,12 @@ def calibrate_files(
         for _, t in tables:
             t.ranks = t.ranks or ranks
     fits = fit_frame(frame, measurement=measurement, max_lines=max_lines, pool=pool)
+    for fit in fits:  # which run each fit is: file:line of its table, the tool, the hosts
+        if fit.table is not None:
+            path, t = tables[fit.table]
+            fit.tool, fit.run, fit.hosts = t.tool, f"{Path(path).name}:{t.header_line}", t.hosts
+        elif fit.sources:
+            fit.tool = next((t.tool for p, t in tables if p in fit.sources), fit.tool)
     fitted = {(s, f.collective, f.ranks, f.nodes) for f in fits for s in f.sources}
     measurements = []
     for key, g in frame.groupby(["source", "collective", "ranks", "nodes"], dropna=False):
@@ -190,7 +199,10 @@ def _finish(result: CalibrationResult, cluster: Cluster | None) -> None:
     names = [d for _, t in result.tables for d in t.devices]
     if cluster is not None:
         names += [d.model for n in cluster.nodes for d in n.devices if d.model]
-    check, fs = evidence.consumer_p2p(names, cluster=cluster, missing=NO_CARD_NAMES)
+    missing = NO_CARD_NAMES
+    if result.tables and all(t.tool == "hccl_demo" for _, t in result.tables):
+        missing = "card model unknown: hccl_demo prints no card names, nor does a --topology"
+    check, fs = evidence.consumer_p2p(names, cluster=cluster, missing=missing)
     out.append(check)
     found += fs
     result.checks = out
