@@ -64,13 +64,15 @@ def _case(hw: str, name: str, batch: int, cards: tuple, ips: tuple) -> dict:
     eff = [ips[i] / (cards[i] * ips[0]) for i in range(len(cards))]  # per GPU / one GPU
     t1 = batch / ips[0]
     cluster = dgx1_p100() if hw == "dgx1" else presets.generic(8, 8, 10.0, 1)
-    s = Settings(algorithm="ring", framework="tensor")
+    s = Settings(algorithm="ring", framework="tensor")  # the plan's defaults (baseline i)
+    q = Settings(algorithm="ring", framework="tensor", compute_cv=0.0)  # as plan --measured:
+    # the ladder's C_N is the cost model without its own straggler terms (advice/plan.py)
     pl = Planner(cluster, model(name), t1, batch)
-    one = pl.point(1, s).step_time_s
+    one = pl.point(1, q).step_time_s
     ladder = Ladder(tuple(Rung(c, None, e, None, f"{c} GPUs") for c, e in
                           zip(cards[:-1], eff[:-1], strict=True)), t1, batch)  # fmt: skip
     top = cards[-1]
-    p = forecast_ladder(ladder, [top], 8, lambda n: pl.point(n, s).step_time_s - one).points[0]
+    p = forecast_ladder(ladder, [top], 8, lambda n: pl.point(n, q).step_time_s - one).points[0]
     k, c0 = np.polyfit(np.log2(cards[:-1]), eff[:-1], 1)
     return {"measured": eff[-1], "forecast": p.speedup, "low": p.low, "high": p.high,
             "plan": pl.point(top, s).speedup, "constant": eff[-2],

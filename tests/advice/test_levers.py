@@ -91,10 +91,11 @@ def test_make_plan_target_defaults_to_largest() -> None:
 
 
 def test_slow_card_fix(pcie: Planner) -> None:
-    s = Settings(slowest_factor=1.15)  # a card 15 % slower: 0.06 s of the 0.4 s step
+    # a card 15 % slower: 0.06 s of the 0.4 s step (random spread off to isolate it)
+    s = Settings(slowest_factor=1.15, compute_cv=0.0)
     fix = next(f for f in rank_fixes(pcie, 64, s) if f.lever == "straggler")
     assert pcie.point(64, s).straggler_s == pytest.approx(0.15 * 0.4)
-    assert fix.speedup_after == pytest.approx(pcie.point(64, Settings()).speedup)
+    assert fix.speedup_after == pytest.approx(pcie.point(64, Settings(compute_cv=0.0)).speedup)
     assert fix.gain > 0
     assert "xpuperf analyze" in fix.setting
 

@@ -45,6 +45,8 @@ class PublishedPoint:
     accum: int
     accum_base: int
     published: float
+    post_accumulation: bool = False
+    """The allreduce starts after backward (NVIDIA's BERT scripts: after accumulation)."""
 
     @property
     def step_time_s(self) -> float:
@@ -70,7 +72,7 @@ def load_points(path: Path = POINTS_CSV) -> list[PublishedPoint]:
                 row["id"], row["source"], row["where"], row["model"], row["hardware"],
                 row["framework"], row["algorithm"], _num(row["bucket_mb"]), row["grad_dtype"],
                 float(row["batch"]), float(row["ips1"]), n, base, int(row["accum"]),
-                int(row["accum_base"]), eff))  # fmt: skip
+                int(row["accum_base"]), eff, row["allreduce"] == "after-backward"))  # fmt: skip
     return out
 
 
@@ -119,18 +121,20 @@ def settings(p: PublishedPoint, accumulation: int = 1) -> Settings:
 
 
 def extra_settings(p: PublishedPoint, accumulation: int) -> dict:
-    """Settings beyond those of the first increment (none yet)."""
-    return {}
+    """Gradient accumulation at this count; the one-card step was measured at the accumulation
+    of one card for the same global batch (base K × base cards)."""
+    return {"accumulation": accumulation, "reference_accumulation": p.accum_base * p.base_cards,
+            "overlap": not p.post_accumulation}  # fmt: skip
 
 
-def predict(p: PublishedPoint) -> float:
+def predict(p: PublishedPoint, **overrides: object) -> float:
     """The model's efficiency for ``p``: speedup(N) / speedup(base), one global set of
-    defaults."""
+    defaults (``overrides``: Settings fields changed for every point, e.g. ``compute_cv=0``)."""
     g = CARDS_PER_NODE[p.hardware]
     nodes = max(1, p.cards // g)
     pl = Planner(cluster(p.hardware, nodes), model(p.model), p.step_time_s, p.batch)
-    s_n = pl.point(p.cards, settings(p, p.accum)).speedup
-    s_b = pl.point(p.base_cards, settings(p, p.accum_base)).speedup
+    s_n = pl.point(p.cards, replace(settings(p, p.accum), **overrides)).speedup
+    s_b = pl.point(p.base_cards, replace(settings(p, p.accum_base), **overrides)).speedup
     return s_n / s_b
 
 
@@ -153,6 +157,7 @@ def summarize(errors: list[float]) -> Summary:
                    statistics.fmean(errors), sum(x <= 5 for x in a))  # fmt: skip
 
 
-def run_all(points: list[PublishedPoint] | None = None) -> list[tuple[PublishedPoint, float]]:
-    """(point, model efficiency) for every point."""
-    return [(p, predict(p)) for p in (points if points is not None else load_points())]
+def run_all(points: list[PublishedPoint] | None = None,
+            **overrides: object) -> list[tuple[PublishedPoint, float]]:  # fmt: skip
+    """(point, model efficiency) for every point (``overrides``: as :func:`predict`)."""
+    return [(p, predict(p, **overrides)) for p in (points if points is not None else load_points())]

@@ -102,7 +102,9 @@ def test_planner_stall_uses_the_rest_of_the_step() -> None:
     # at 16 the stall is hidden and the step is compute + exposed comm + other only
     assert one.speedup == pytest.approx(0.4 / 0.42)
     assert sixteen.speedup == pytest.approx(0.4 / rest)
-    assert sixteen.speedup == pytest.approx(0.4 / (0.4 + sixteen.exposed_comm_s + sixteen.other_s))
+    # (+ the random-straggler wait of the default 1.2 % spread, scale.JITTER_CV)
+    parts = sixteen.exposed_comm_s + sixteen.other_s + sixteen.straggler_s
+    assert sixteen.speedup == pytest.approx(0.4 / (0.4 + parts))
 
 
 @pytest.mark.parametrize(

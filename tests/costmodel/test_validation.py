@@ -10,6 +10,10 @@ What differs between cases is only what the published setting itself fixes: the 
 framework's bucketing, the algorithm the software used, the per-GPU batch and the single-GPU
 throughput.
 
+The default per-rank spread (``scale.JITTER_CV`` = 1.2 %, published GPU variability) adds
+E[max over N] − mean of the compute to every multi-card step (issue 20): 1.7 % at 8 GPUs,
+≈ 3 % at 512.
+
 Agreement is checked as scaling efficiency = speedup (per-GPU throughput at N GPUs / one GPU),
 within 5 percentage points. Where the model misses by more, the test stays, marked xfail with
 the number we get and the reason, rather than a fudged default.
@@ -75,9 +79,9 @@ TF_DGX1 = {
     "vgg16": ((154, 295, 584, 1081), 64),
 }
 DGX1_MISSES = {
-    ("alexnet", 4): 0.993,
-    ("alexnet", 8): 0.995,
-    ("vgg16", 8): 0.996,
+    ("alexnet", 4): 0.981,
+    ("alexnet", 8): 0.979,
+    ("vgg16", 8): 0.979,
 }
 """Model speedups where the published loss is not a communication cost we model."""
 TF_DGX1_REPLICATED = {"alexnet", "vgg16"}
@@ -148,7 +152,9 @@ def _resnet101_ips() -> float:
         "inception_v3",
         "resnet101",
         pytest.param("vgg16", marks=pytest.mark.xfail(strict=True, reason=(
-            "model 0.824 vs published 0.68: the fully connected layers (124 M of 138 M "
+            "model 0.800 vs published 0.68 (0.824 without the 17 ms synchronisation tax of the "
+            "default 1.2 % per-rank spread, scale.JITTER_CV): the fully connected layers "
+            "(124 M of 138 M "
             "parameters, 0.8 % of the MACs) are first in backward, so 90 % of the gradient bytes "
             "are ready within 1 % of backward; the ring at the 25 Gb/s line rate (3.125 GB/s "
             "per server) moves the 553 MB in 415 ms against 315 ms of backward, leaving 94 ms "

@@ -2,7 +2,8 @@
 (tests/data/validation_published/: sources in its README.md), ONE global set of defaults.
 
 Targets (issue 20): mean |error| <= 5 points overall and at >= 64 cards, |signed mean| <= 2
-points. The table is docs/plan.md §15 (``python benchmarks/validation_published.py``).
+points — not met (strict xfail, reason there); the figures reached are guarded against
+regression. The table is docs/plan.md §15 (``python benchmarks/validation_published.py``).
 """
 
 from __future__ import annotations
@@ -36,16 +37,53 @@ def test_points_as_written() -> None:
         assert p.cards % p.base_cards == 0 or p.cards < 8, p.id
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "first increment (no straggler tax, accumulation or global batch in the default plan): "
-    "mean |error| 4.58, signed mean +4.26 overall; at >= 64 cards mean 5.60, signed +5.43 — "
-    "one-sided optimistic"))  # fmt: skip
-def test_targets(results) -> None:
-    """Mean |error| <= 5 points overall and at >= 64 cards; |signed mean| <= 2 points."""
+def _summaries(results):
     errs = [100 * (m - p.published) for p, m in results]
     big = [100 * (m - p.published) for p, m in results if p.cards >= 64]
-    s, s64 = summarize(errs), summarize(big)
+    return summarize(errs), summarize(big)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "not met with defaults we can source (docs/plan.md §15): mean |error| 4.35 overall (<= 5 "
+    "met), 5.14 at >= 64 cards, signed mean +4.10 / +5.00 — still optimistic. The misses are "
+    "losses with no communication behind them: TensorFlow BERT on one DGX-1 at 512-8192 "
+    "accumulation steps per allreduce (8 points, +3 to +17), PyTorch BERT on 4 and 16 DGX-1 at "
+    "32-128 steps (+10 to +12), ResNet-50 mixed precision on one node (+4 to +15; "
+    "likely host data loading at 1000-2500 img/s per GPU, not in a topology), TensorFlow BERT "
+    "on 16-32 DGX A100 (+7 to +12: the tables imply 120-340 ms per optimizer step, 20-50x a "
+    "fused optimizer's memory time) and Horovod VGG-16 "
+    "(+12, a 2017 RoCE network at 74 % of line rate). A 5 % per-rank spread would meet all "
+    "three targets (signed +1.2, >= 64 mean 4.75) but no published figure supports "
+    "it"))  # fmt: skip
+def test_targets(results) -> None:
+    """Mean |error| <= 5 points overall and at >= 64 cards; |signed mean| <= 2 points."""
+    s, s64 = _summaries(results)
     assert s.mean_abs <= 5
     assert s64.mean_abs <= 5
     assert abs(s.signed_mean) <= 2
     assert abs(s64.signed_mean) <= 2
+
+
+def test_no_regression(results) -> None:
+    """The figures of docs/plan.md §15 (2nd increment), so that a model change that makes them
+    worse fails: mean |error| 4.35 (first increment 4.58), signed +4.10 (+4.26); at >= 64 cards
+    5.14 (5.60) and +5.00 (+5.43); 50 of 72 points within 5."""
+    s, s64 = _summaries(results)
+    assert s.n == 72
+    assert s64.n == 20
+    assert s.mean_abs <= 4.36
+    assert s.signed_mean <= 4.11
+    assert s64.mean_abs <= 5.15
+    assert s64.signed_mean <= 5.01
+    assert s.within5 >= 50
+
+
+def test_new_terms_move_the_error_towards_zero() -> None:
+    """Each term of issue 20 lowers the one-sided error: without the synchronisation tax
+    (spread 0) the signed mean is +5.10 (>= 64: +6.25); with it +4.10 (+5.00)."""
+    pts = load_points()
+    no_tax = _summaries(run_all(pts, compute_cv=0.0))
+    with_tax = _summaries(run_all(pts))
+    assert no_tax[0].signed_mean == pytest.approx(5.10, abs=0.01)
+    assert with_tax[0].signed_mean < no_tax[0].signed_mean - 0.9
+    assert with_tax[1].signed_mean < no_tax[1].signed_mean - 1.0

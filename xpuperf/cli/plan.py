@@ -204,6 +204,34 @@ def plan(
         float | None,
         Opt(help="--measured: one card's items/s when the ladder has no one-card run."),
     ] = None,
+    jitter_cv: Annotated[
+        float | None,
+        Opt(
+            help="Spread (coefficient of variation) of per-rank compute per step: the random-"
+            "straggler tax E[max over N] (default 0.012, published GPU variability; 0 = off)."
+        ),
+    ] = None,
+    accumulation: Annotated[
+        int | None, Opt(help="Gradient accumulation: micro-steps per allreduce (default 1).")
+    ] = None,
+    global_batch: Annotated[
+        float | None,
+        Opt(
+            help="Fixed global batch (strong scaling): accumulation = B / (batch x cards) at "
+            "each count; needs --batch-size."
+        ),
+    ] = None,
+    overlap: Annotated[
+        bool,
+        Opt(
+            "--overlap/--no-overlap",
+            help="Allreduce overlaps backward (default); --no-overlap: it starts after "
+            "backward (allreduce after accumulation, one flat buffer).",
+        ),
+    ] = True,
+    optimizer_step: Annotated[
+        float | None, Opt(help="Seconds of one optimizer step (default: memory-bound estimate).")
+    ] = None,
     input_time: Annotated[
         float | None,
         Opt(
@@ -309,6 +337,11 @@ def plan(
     extra, more_notes = plan_input.input_settings(
         cluster, measured, example=example, workers=workers, prefetch=prefetch, pinned=pinned,
         input_time=input_time, input_mb=input_mb, loader_numa=loader_numa)  # fmt: skip
+    notes += more_notes
+    more, more_notes = plan_input.step_settings(
+        measured, jitter_cv=jitter_cv, accumulation=accumulation, global_batch=global_batch,
+        batch_size=batch_size, overlap=overlap, optimizer_step=optimizer_step)  # fmt: skip
+    extra.update(more)
     notes += more_notes
     settings = Settings(algorithm=algorithm.lower(), framework=framework.lower(),
                         bucket_mb=bucket_mb, dtype=dtype.lower(), **extra)  # fmt: skip

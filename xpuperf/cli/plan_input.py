@@ -1,6 +1,7 @@
-"""``xpuperf plan`` options for a measured run (``--from-log``) and the input pipeline
+"""``xpuperf plan`` options for a measured run (``--from-log``), the input pipeline
 (``--workers``, ``--prefetch``, ``--pinned/--no-pinned``, ``--input-time``, ``--input-mb``,
-``--loader-numa``):
+``--loader-numa``) and the step (``--jitter-cv``, ``--accumulation``, ``--global-batch``,
+``--overlap/--no-overlap``, ``--optimizer-step``):
 checked here (bad or contradictory combinations raise :class:`~xpuperf.errors.UsageError`, exit 2)
 and turned into :class:`~xpuperf.costmodel.estimate.Settings` keywords.
 """
@@ -12,6 +13,7 @@ import math
 from xpuperf.advice.ladder import Ladder, read_ladder
 from xpuperf.advice.measured import Measured, from_log
 from xpuperf.costmodel import input as inp
+from xpuperf.costmodel.estimate import MAX_ACCUMULATION
 from xpuperf.errors import UsageError
 from xpuperf.topology.model import Cluster
 
@@ -115,6 +117,52 @@ def input_settings(cluster: Cluster, measured: Measured | None, *, example: bool
     notes.append(f"input: {t * 1e3:.3g} ms of one core per batch ({numa} NUMA), {workers} "
                  f"workers{depth}, {'pinned' if lo.pinned else 'pageable'} H2D copy of "
                  f"{lo.batch_bytes / 1e6:.3g} MB")  # fmt: skip
+    return kw, notes
+
+
+MAX_JITTER_CV = 1.0
+"""Largest ``--jitter-cv`` taken (a spread of 100 % of the step)."""
+
+
+def step_settings(measured: Measured | None, *, jitter_cv: float | None,
+                  accumulation: int | None, global_batch: float | None,
+                  batch_size: float | None, overlap: bool,
+                  optimizer_step: float | None) -> tuple[dict, list[str]]:  # fmt: skip
+    """Settings keywords for the synchronisation tax, gradient accumulation, a fixed global
+    batch, overlap and the optimizer step, and notes; contradictions exit 2."""
+    kw: dict = {"overlap": overlap}
+    notes: list[str] = []
+    if jitter_cv is not None:
+        if not (math.isfinite(jitter_cv) and 0 <= jitter_cv <= MAX_JITTER_CV):
+            raise UsageError(f"--jitter-cv must be a spread between 0 and {MAX_JITTER_CV:g} "
+                             f"(e.g. 0.02 for 2 %), got {jitter_cv:g}")  # fmt: skip
+        kw.update(compute_cv=jitter_cv, straggler_tail=None)
+        if measured is not None and measured.tail is not None:
+            notes.append(f"--jitter-cv {jitter_cv:g} replaces the log's per-rank spread "
+                         f"(cv {measured.compute_cv:.2%})")  # fmt: skip
+    if accumulation is not None and global_batch is not None:
+        raise UsageError("give --accumulation K or --global-batch B (which sets K at each card "
+                         "count), not both")  # fmt: skip
+    if accumulation is not None:
+        if not 1 <= accumulation <= MAX_ACCUMULATION:
+            raise UsageError(f"--accumulation must be a whole number of micro-steps between 1 "
+                             f"and {MAX_ACCUMULATION:,}, got {accumulation}")  # fmt: skip
+        kw["accumulation"] = accumulation
+    if global_batch is not None:
+        if batch_size is None:
+            raise UsageError("--global-batch needs --batch-size (samples per card per "
+                             "micro-step)")  # fmt: skip
+        if not (math.isfinite(global_batch) and batch_size <= global_batch <= 1e12):
+            raise UsageError(f"--global-batch must be at least the per-card batch "
+                             f"({batch_size:g}), got {global_batch:g}")  # fmt: skip
+        kw["global_batch"] = global_batch
+        notes.append(f"fixed global batch {global_batch:g}: accumulation = {global_batch:g} / "
+                     f"({batch_size:g} × cards) micro-steps per allreduce")  # fmt: skip
+    if optimizer_step is not None:
+        if not (math.isfinite(optimizer_step) and 0 <= optimizer_step <= MAX_SECONDS):
+            raise UsageError(f"--optimizer-step must be seconds between 0 and {MAX_SECONDS:g}, "
+                             f"got {optimizer_step:g}")  # fmt: skip
+        kw["optimizer_s"] = optimizer_step
     return kw, notes
 
 

@@ -16,7 +16,14 @@ For N cards (G per node; N < G is one partial node, otherwise G must divide N):
   max(0, P/W − C) for a per-batch time P, W workers and C = the rest of the step (formulas.md §5:
   prefetch depth cannot hide a deficit), a queue simulation over measured input times.
 - straggler: E[max over N ranks] − mean of the per-rank compute for a coefficient of variation
-  ``compute_cv`` (normal, formulas.md §6) plus a deterministic slowest-card factor.
+  ``compute_cv`` (normal, formulas.md §6; default :data:`JITTER_CV` = 1.2 %, the published
+  spread of same-model GPUs — the synchronisation tax that grows with N) plus a deterministic
+  slowest-card factor.
+- gradient accumulation K (``accumulation``, or ``global_batch`` B: K(N) = B / (batch × N)):
+  times are per micro-step; exposed_comm, other and the random straggler wait are paid once per
+  K micro-steps (the wait shrinks as 1/√K); the optimizer step F (memory-bound,
+  :mod:`.accumulation`) is in the single-card step amortised over the reference K, and ``other``
+  carries F/K(N) − F/K_ref.
 
 speedup(N) = T_compute / step(N) = T_compute / (T_compute + exposed non-compute): per-card
 throughput relative to ONE card alone at the same per-card batch (background.md rule 2), where
@@ -35,86 +42,29 @@ from functools import cached_property
 
 import numpy as np
 
+from xpuperf.costmodel import accumulation as acc
 from xpuperf.costmodel import calibrated, comm, scale
 from xpuperf.costmodel import input as inp
 from xpuperf.costmodel import overlap as ov
-from xpuperf.costmodel.checks import CostModelError, nonneg, positive, positive_int
+from xpuperf.costmodel.checks import CostModelError, positive, positive_int
 from xpuperf.costmodel.levels import NVLINK_LIKE, LinkLevels
-from xpuperf.costmodel.tail import TailDist
+from xpuperf.costmodel.step_settings import (
+    BACKWARD_FRACTION,
+    FRAMEWORKS,
+    JITTER_CV,
+    MAX_ACCUMULATION,
+    RING_ORDERS,
+    Settings,
+)
 from xpuperf.costmodel.workloads import Workload, dtype_bytes
 from xpuperf.topology.model import Cluster
 
+__all__ = [
+    "BACKWARD_FRACTION", "DEFAULT_CARDS", "FRAMEWORKS", "JITTER_CV", "MAX_ACCUMULATION",
+    "MAX_CARDS", "RING_ORDERS", "Estimate", "Planner", "Point", "Settings", "estimate",
+]  # fmt: skip
 DEFAULT_CARDS: tuple[int, ...] = (1, 8, 16, 32, 64, 128, 256, 512, 1024)
 MAX_CARDS = 100_000
-FRAMEWORKS: tuple[str, ...] = ("ddp", "horovod", "deepspeed", "tensor")
-"""Bucketing rules: PyTorch DDP, Horovod fusion, DeepSpeed ZeRO, or one allreduce per tensor."""
-BACKWARD_FRACTION = 2 / 3
-"""Share of the single-card step spent in backward (backward ≈ 2 × forward FLOPs)."""
-RING_ORDERS: tuple[str, ...] = ("node-contiguous", "interleaved")
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The knobs a plan (and each fix) is evaluated with.
-
-    Attributes:
-        algorithm: one of :data:`~xpuperf.costmodel.comm.USER_ALGORITHMS`.
-        framework: one of :data:`FRAMEWORKS`.
-        bucket_mb: bucket / fusion size in MiB (None: the framework default: DDP 25, Horovod 128,
-            DeepSpeed 5e8 elements).
-        dtype: gradient dtype (fp32, fp16, bf16).
-        ring_order: ``node-contiguous`` or ``interleaved`` (the flat ring's rank order).
-        nic_per_card: what-if — every card gets a NIC of the node's NIC speed.
-        backward_fraction: share of the step in backward.
-        slowdown: compute slowdown while communicating (None: Calculon by link kind).
-        input_time_s: seconds one loader worker needs per batch (per step, per card), one worker
-            in the background; None: not modelled. Ignored when ``loader`` is given.
-        loader: the full input pipeline (:class:`~xpuperf.costmodel.input.Loader`).
-        compute_cv: coefficient of variation of per-rank compute (random stragglers).
-        slowest_factor: the slowest card's compute relative to the mean (≥ 1).
-        straggler_tail: measured per-rank compute relative to its mean
-            (:class:`~xpuperf.costmodel.tail.TailDist`); replaces the normal ``compute_cv`` model.
-    """
-
-    algorithm: str = "auto"
-    framework: str = "ddp"
-    bucket_mb: float | None = None
-    dtype: str = "fp32"
-    ring_order: str = "node-contiguous"
-    nic_per_card: bool = False
-    backward_fraction: float = BACKWARD_FRACTION
-    slowdown: float | None = None
-    input_time_s: float | None = None
-    compute_cv: float = 0.0
-    slowest_factor: float = 1.0
-    loader: inp.Loader | None = None
-    straggler_tail: TailDist | None = None
-
-    def __post_init__(self) -> None:
-        if self.algorithm.lower() not in comm.USER_ALGORITHMS:
-            raise CostModelError(
-                f"unknown algorithm {self.algorithm!r}; "
-                f"use one of {', '.join(comm.USER_ALGORITHMS)}"
-            )
-        if self.framework not in FRAMEWORKS:
-            raise CostModelError(
-                f"unknown framework {self.framework!r}; use one of {', '.join(FRAMEWORKS)}"
-            )
-        if self.ring_order not in RING_ORDERS:
-            raise CostModelError(f"ring order must be one of {', '.join(RING_ORDERS)}")
-        if self.bucket_mb is not None:
-            positive("bucket size (MiB)", self.bucket_mb)
-        dtype_bytes(self.dtype)
-        f = nonneg("backward_fraction", self.backward_fraction)
-        if f > 1:
-            raise CostModelError(f"backward_fraction must be within 0..1, got {f}")
-        if self.slowdown is not None:
-            nonneg("slowdown", self.slowdown)
-        if self.input_time_s is not None:
-            nonneg("input time (s)", self.input_time_s)
-        nonneg("compute_cv", self.compute_cv)
-        if self.slowest_factor < 1:
-            raise CostModelError(f"slowest_factor must be >= 1, got {self.slowest_factor}")
 
 
 @dataclass(frozen=True)
@@ -305,11 +255,14 @@ class Planner:
     def _point(self, cards: int, s: Settings) -> Point:
         nodes = self.check_cards(cards)
         t_c = self.step_time_s
+        self.reference_micro_steps(s)  # a global batch that does not divide is refused at once
         stall1 = self.input_stall_s(s, t_c)
         if cards == 1:
             return self._make(1, 1, t_c, 0.0, stall1, 0.0, 0.0, 0.0, "none", 0)
         sizes, ready = self.buckets(s)
         t_bwd = t_c * s.backward_fraction
+        if not s.overlap:
+            ready = [t_bwd] * len(ready)
         algos = comm.candidates(self.cluster) if s.algorithm == "auto" else (s.algorithm,)
         fit = self.calibration.exact_fit(cards, nodes) if self.calibration else None
         if fit is not None and s.algorithm in ("auto", "nccl"):
@@ -323,11 +276,35 @@ class Planner:
             if best is None or total < best[0] - 1e-15:
                 best = (total, res, float(times.sum()), name)
         _, res, comm_s, name = best
-        strag = scale.random_straggler_s(t_c, s.compute_cv, cards, s.straggler_tail)
+        k, k_ref = self.micro_steps(cards, s), self.reference_micro_steps(s)
+        strag = scale.random_straggler_s(t_c, s.compute_cv, cards, s.straggler_tail, k)
         strag += scale.deterministic_straggler_s(t_c, s.slowest_factor)
-        stall = self.input_stall_s(s, t_c + res.exposed_s + res.slowdown_s + strag)
-        return self._make(cards, nodes, t_c, res.exposed_s, stall, strag, res.slowdown_s, comm_s,
+        # per micro-step; the optimizer step is amortised over k instead of k_ref
+        opt = self.optimizer_s(s)
+        exposed, other = res.exposed_s / k, res.slowdown_s / k + max(0.0, opt / k - opt / k_ref)
+        stall = self.input_stall_s(s, t_c + exposed + other + strag)
+        return self._make(cards, nodes, t_c, exposed, stall, strag, other, comm_s / k,
                           name, len(sizes))  # fmt: skip
+
+    def micro_steps(self, cards: int, s: Settings) -> int:
+        """K at ``cards``: ``s.accumulation``, or B / (batch × cards) with ``s.global_batch``."""
+        if s.global_batch is None:
+            return s.accumulation
+        if self.batch_size is None:
+            raise CostModelError("a global batch needs the per-card batch size (--batch-size)")
+        return acc.micro_steps(s.global_batch, self.batch_size, cards)
+
+    def reference_micro_steps(self, s: Settings) -> int:
+        """The K the single-card step was measured with (``Settings.reference_accumulation``)."""
+        if s.reference_accumulation is not None:
+            return s.reference_accumulation
+        return self.micro_steps(1, s)
+
+    def optimizer_s(self, s: Settings) -> float:
+        """One optimizer step, seconds (``s.optimizer_s`` or the memory-bound estimate)."""
+        if s.optimizer_s is not None:
+            return s.optimizer_s
+        return acc.optimizer_step_s(self.workload.n_params, self.cluster.nodes[0].devices[0].model)
 
     @cached_property
     def host(self) -> inp.Host:
@@ -387,6 +364,7 @@ class Planner:
             ),
             "NCCL latencies and protocol shares (formulas.md §2); compute slowed "
             f"{slow} while communicating (Calculon)",
+            *acc.describe(s, self.optimizer_s(s), JITTER_CV),
             *(calibrated.describe(self.calibration, lv) if self.calibration else ()),
         )
 

@@ -9,6 +9,9 @@
   :func:`random_straggler_s` uses it when given.
 - Deterministic stragglers: the step is at least the slowest card's compute — a constant factor
   :func:`deterministic_straggler_s`.
+- The default spread :data:`JITTER_CV` (published variability of same-model GPUs); with
+  gradient accumulation the ranks meet once per K micro-steps and the wait per micro-step
+  shrinks as 1/√K (:func:`random_straggler_s`).
 
 Times in seconds.
 """
@@ -23,6 +26,17 @@ from xpuperf.costmodel.checks import CostModelError, nonneg, positive_int
 from xpuperf.costmodel.tail import TailDist
 
 _GRID = np.linspace(-12.0, 12.0, 24001)
+JITTER_CV = 0.012
+"""Default coefficient of variation of per-rank compute per step: the random-straggler /
+synchronisation tax of the default plan (``--jitter-cv`` overrides it, ``--from-log`` measures
+it). Source: Sinha et al., "Not All GPUs Are Created Equal: Characterizing Variability in
+Large-Scale, Accelerator-Rich Systems", SC'22 (arXiv:2208.11035): GPUs of one model and SKU in
+four production clusters (Summit, Vortex, Longhorn, Frontera, Corona) differ by 8 % on average
+in performance on the same kernel. Read as the range of the per-card distribution over a
+cluster of ~1000 cards, 8 % / E[range of 1000 normal draws] = 8 % / 6.48 σ ⇒ σ ≈ 1.2 % per card.
+A DP job draws N cards from that population, so each step waits for the slowest of N:
+E[max of N] − mean = 1.2 % × 1.42 at 8, 2.8 at 256, 3.24 at 1024 cards (formulas.md §6). It
+is a floor: it leaves out per-step jitter (OS noise, data loading, GC), which adds to it."""
 
 
 @lru_cache(maxsize=1024)
@@ -47,17 +61,26 @@ def expected_max_normal(mean_s: float, cv: float, n: int) -> float:
     return m + nonneg("cv", cv) * m * expected_max_std_normal(n)
 
 
-def random_straggler_s(mean_s: float, cv: float, n: int, tail: TailDist | None = None) -> float:
-    """Expected wait for the slowest of n ranks beyond the mean: E[max] − mean, seconds.
+def random_straggler_s(mean_s: float, cv: float, n: int, tail: TailDist | None = None,
+                       accumulation: int = 1) -> float:  # fmt: skip
+    """Expected wait for the slowest of n ranks beyond the mean: E[max] − mean, seconds per
+    micro-step.
 
     ``tail``: the measured distribution of per-rank compute RELATIVE to its mean (≈ 1); then the
     wait is mean_s × (E[max of n] − E[X]) from the tail fit, and ``cv`` is not used. Otherwise
     per-rank compute is Normal(mean, (cv·mean)²).
+    ``accumulation`` K: the ranks synchronise once per K micro-steps, so each waits for the
+    slowest SUM of K independent micro-steps: its spread is √K × one micro-step's, and the wait
+    per micro-step is the one-step wait / √K (central limit: exact for the normal model, an
+    approximation for a measured tail).
     Source: formulas.md §6 (expected maximum of n i.i.d. draws).
     """
+    k = positive_int("accumulation", accumulation)
     if tail is not None:
-        return nonneg("mean compute time", mean_s) * max(0.0, tail.excess(positive_int("n", n)))
-    return expected_max_normal(mean_s, cv, n) - nonneg("mean compute time", mean_s)
+        wait = nonneg("mean compute time", mean_s) * max(0.0, tail.excess(positive_int("n", n)))
+    else:
+        wait = expected_max_normal(mean_s, cv, n) - nonneg("mean compute time", mean_s)
+    return wait / k**0.5
 
 
 def expected_max_empirical(samples_s: np.ndarray | list[float], n: int) -> float:
