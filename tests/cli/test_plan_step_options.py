@@ -80,3 +80,21 @@ def test_global_batch_needs_the_batch_size(capsys) -> None:
                        "1024", "-q")  # fmt: skip
     assert code == 2
     assert "--global-batch needs --batch-size" in err
+
+
+def test_the_validation_harness_is_the_plan_command(capsys) -> None:
+    """A published point (docs/plan.md §15, tf-bert-a100-s128-amp-256) run through the CLI from
+    its facts gives the harness's figure: DGX A100, BERT-large, fp16 reduced (Horovod fp16
+    compression), 64 MiB fusion after backward, micro-batch 64, global batch 65536 (K = 1024 at
+    one card, 128 at 8, 4 at 256), one card 64 / 356.845 seq/s."""
+    from tests.costmodel.published import load_points, predict
+
+    p = next(x for x in load_points() if x.id == "tf-bert-a100-s128-amp-256")
+    code, out, err = run(capsys, "--topology", "dgx-a100", "--model", "bert_large", "--dtype",
+                         "fp16", "--framework", "horovod", "--bucket-mb", "64", "--algorithm",
+                         "nccl", "--step-time", str(64 / 356.845), "--batch-size", "64",
+                         "--global-batch", "65536", "--no-overlap", "--cards", "1,8,256",
+                         "--json", "-")  # fmt: skip
+    assert code == 0, err
+    s = {r["cards"]: r["speedup"] for r in json.loads(out)["scaling"]}
+    assert s[256] / s[8] == pytest.approx(predict(p), rel=1e-9)
