@@ -36,7 +36,10 @@ in performance on the same kernel. Read as the range of the per-card distributio
 cluster of ~1000 cards, 8 % / E[range of 1000 normal draws] = 8 % / 6.48 σ ⇒ σ ≈ 1.2 % per card.
 A DP job draws N cards from that population, so each step waits for the slowest of N:
 E[max of N] − mean = 1.2 % × 1.42 at 8, 2.8 at 256, 3.24 at 1024 cards (formulas.md §6). It
-is a floor: it leaves out per-step jitter (OS noise, data loading, GC), which adds to it."""
+is a floor: it leaves out per-step jitter (OS noise, data loading, GC), which adds to it. The
+SC'22 proceedings abstract of the same study (four clusters) states 32 % (max 72 %); read the
+same way that is σ ≈ 4.9 %. We keep the authors' later, revised figure (arXiv v3, five
+clusters); docs/plan.md §15 shows what each would give."""
 
 
 @lru_cache(maxsize=1024)
