@@ -54,7 +54,7 @@ def _summaries(results):
     "fused optimizer's memory time) and Horovod VGG-16 "
     "(+12, a 2017 RoCE network at 74 % of line rate). A 5 % per-rank spread would meet all "
     "three targets (signed +1.2, >= 64 mean 4.75); the only figure near it is the SC'22 "
-    "abstract's 32 %, which its authors revised to the 8 % the default comes from"))  # fmt: skip
+    "abstract's 32 %; the later arXiv v3 text states the 8 % the default comes from"))  # fmt: skip
 def test_targets(results) -> None:
     """Mean |error| <= 5 points overall and at >= 64 cards; |signed mean| <= 2 points."""
     s, s64 = _summaries(results)

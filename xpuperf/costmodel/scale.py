@@ -38,8 +38,8 @@ A DP job draws N cards from that population, so each step waits for the slowest 
 E[max of N] − mean = 1.2 % × 1.42 at 8, 2.8 at 256, 3.24 at 1024 cards (formulas.md §6). It
 is a floor: it leaves out per-step jitter (OS noise, data loading, GC), which adds to it. The
 SC'22 proceedings abstract of the same study (four clusters) states 32 % (max 72 %); read the
-same way that is σ ≈ 4.9 %. We keep the authors' later, revised figure (arXiv v3, five
-clusters); docs/plan.md §15 shows what each would give."""
+same way that is σ ≈ 4.9 %. We keep the figure of the arXiv v3 text (five clusters, later
+than the proceedings' four); docs/plan.md §15 shows what each would give."""
 
 
 @lru_cache(maxsize=1024)
