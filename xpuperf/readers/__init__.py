@@ -217,7 +217,8 @@ def _read_one(found: Found, forced: Format | None) -> tuple[Source, RawTable] | 
         raise InputError(
             "cannot tell the format: the extension is not known and the first lines look like "
             f"none of the formats tried ({names}){quote}; rename the file or pass --format NAME "
-            "(xpuperf formats lists them with an example line each)",
+            "(xpuperf formats lists them with an example line each); any other text log: "
+            "--pattern 'STEP LINE' (`xpuperf formats --explain FILE` drafts one)",
             src.name,
             first[0] if first else None,
         )
