@@ -168,7 +168,7 @@ def test_malformed_patterns_are_usage_errors(pattern: str, says: str) -> None:
 def test_literal_braces_and_phase_units() -> None:
     pat = compile_pattern(
         "{{'step': {step}, 'data_us': {data_us}, 'step_time_sec': {step_time_sec}"
-    )  # noqa: E501
+    )
     vals = pat.values("{'step': 3, 'data_us': 1500, 'step_time_sec': 0.25}")
     assert compile_pattern("{step}}} {step_time_s}").values("3} 1")["step"] == 3
     # 1500 µs = 0.0015 s; 'sec' is a unit suffix of readers/columns.py

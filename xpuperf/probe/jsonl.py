@@ -14,7 +14,7 @@ from typing import Any
 
 COLUMNS: tuple[str, ...] = (
     *("rank", "step", "step_time_s", "t_end_s", "samples", "node", "data_s", "forward_s"),
-    *("backward_s", "comm_s", "optimizer_s", "compute_s"),
+    *("backward_s", "comm_s", "optimizer_s", "compute_s", "tokens", "mfu"),
 )
 """The canonical step-table columns (:data:`xpuperf.steps.COLUMNS`, repeated here because that
 module imports pandas); their names need no JSON escaping."""
