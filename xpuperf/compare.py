@@ -70,6 +70,13 @@ _METRICS: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     ("other_fraction", "other share", "breakdown.other_fraction", "", "lower", "abs", ""),
     ("speedup", "speedup", "breakdown.speedup", "", "higher", "rel", ""),
 )  # fmt: skip
+_TOKEN_METRICS: tuple[tuple[str, str, str, str, str, str, str], ...] = (
+    ("throughput_tokens", "token throughput (wall-clock)",
+     "summary.throughput_wallclock_tokens_per_s", "tokens/s", "higher", "rel", ""),
+    ("mfu", "MFU (median)", "summary.mfu.median", "", "higher", "abs", ""),
+)  # fmt: skip
+"""Compared only when both runs have them (logs that count tokens / print MFU); single values
+per run, without a test (the per-step series carries samples/s only)."""
 GATED = (
     "step_time_median",
     "step_time_mean",
@@ -122,7 +129,8 @@ class CompareResult:
 
     Attributes:
         base, current: the two sides.
-        metrics: one :class:`MetricChange` per metric of ``_METRICS``, in that order.
+        metrics: one :class:`MetricChange` per metric of ``_METRICS``, in that order, then
+            those of ``_TOKEN_METRICS`` both runs have.
         alpha, min_effect: the test level and the smallest change that counts.
         notes: caveats (no series, different rank counts, few steps).
         findings: findings in one run only (:func:`xpuperf.compare_diff.finding_changes`).
@@ -207,6 +215,11 @@ def compare_runs(
             for fractions), e.g. 0.01 = 1 %.
     """
     metrics = [_metric(spec, base, current, alpha, min_effect) for spec in _METRICS]
+    metrics += [
+        _metric(spec, base, current, alpha, min_effect)
+        for spec in _TOKEN_METRICS
+        if _get(base.doc, spec[2]) is not None and _get(current.doc, spec[2]) is not None
+    ]
     notes = []
     for side in (base, current):
         if side.series_from == "none":

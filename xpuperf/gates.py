@@ -17,7 +17,8 @@ Meaning, for the analyze document (``xpuperf.analyze/1``):
   its items (``stragglers>0``); short aliases are listed in :data:`ANALYZE_ALIASES`
   (``speedup`` = ``breakdown.speedup``; ``throughput`` = the wall-clock headline,
   ``throughput_median_step`` = the median-step figure, ``jitter_cost`` = the share of wall time
-  lost to spikes, stalls and jitter);
+  lost to spikes, stalls and jitter; ``tokens_per_s`` = ``throughput_tokens`` = the wall-clock
+  tokens/s, ``mfu`` = the median MFU);
 - ``severity OP level`` compares the most severe finding with ``level`` (``severity>=warning``:
   any finding at warning or above);
 - ``code=XP101`` holds when a finding with that code is present, ``code!=XP101`` when absent —
@@ -65,6 +66,11 @@ ANALYZE_ALIASES: dict[str, str] = {
     # what a typical (median) step reaches
     "throughput_median_step": "summary.throughput_median_step_samples_per_s",
     "throughput_per_card_median_step": "summary.throughput_per_card_samples_per_s",
+    # tokens/s (logs that count tokens: torchtitan, Megatron/Primus, nanoGPT)
+    "throughput_tokens": "summary.throughput_wallclock_tokens_per_s",
+    "tokens_per_s": "summary.throughput_wallclock_tokens_per_s",
+    "throughput_tokens_per_card": "summary.throughput_per_card_wallclock_tokens_per_s",
+    "mfu": "summary.mfu.median",
     "jitter_cost": "summary.jitter_cost_fraction",
     "step_time": "summary.step_time_s.median",
     "mean_step_time": "summary.step_time_s.mean",
@@ -79,6 +85,16 @@ ANALYZE_ALIASES: dict[str, str] = {
 #: what to do when a field is null, by field prefix
 _NULL_HINTS: dict[str, str] = {
     "breakdown.speedup": "speedup needs a single-card baseline: pass --baseline LOG",
+    **dict.fromkeys(
+        (
+            "summary.throughput_wallclock_tokens",
+            "summary.throughput_per_card_wallclock_tokens",
+            "summary.throughput_tokens",
+            "summary.throughput_per_card_tokens",
+        ),
+        "the logs count no tokens (a tokens column, torchtitan tps, Megatron seq_length)",
+    ),
+    "summary.mfu": "the logs print no MFU (an mfu column, torchtitan/nanoGPT mfu)",
     "summary.throughput": "throughput needs samples per step: pass --batch-size N",
     "jitter": "jitter needs enough steady steps (see findings XP405)",
     "breakdown.": "the breakdown needs phase columns in the logs or --baseline",

@@ -18,6 +18,7 @@ from xpuperf.analysis.breakdown import decompose
 from xpuperf.analysis.checks import step_checks
 from xpuperf.analysis.grid import grid_of
 from xpuperf.analysis.jitter import analyze_jitter
+from xpuperf.analysis.rates import mfu_summary, token_rates
 from xpuperf.analysis.results import (
     AnalyzeResult,
     BreakdownResult,
@@ -122,6 +123,8 @@ def analyze(
     )
     findings.sort(key=lambda x: -x.severity.rank)
     summary = _summary(table, steady_job, warm, len(rank_ids), job)
+    if "mfu" in table.columns:  # the three columns only: the table may be large
+        summary.mfu = mfu_summary(split_warmup(table[["rank", "step", "mfu"]], warm))
     checks = step_checks(
         summary, jitter, stragglers, breakdown, stalls, findings, base_steady is not None
     )
@@ -223,6 +226,7 @@ def _summary(
         iterations=wc.iterations,
         jitter_cost_s=cost_s,
         jitter_cost_fraction=cost_s / wc.wall_time_s,
+        **token_rates(steady_job, wc, ranks),
     )
 
 

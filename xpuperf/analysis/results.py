@@ -1,6 +1,7 @@
 """Plain result records of the analyses. Analyses return data; renderers present it.
 
-All times are seconds, throughputs samples/s, fractions in [0, 1] unless a name says otherwise.
+All times are seconds, throughputs samples/s (tokens/s where a name says tokens), fractions in
+[0, 1] unless a name says otherwise.
 Per-rank and per-step tables are pandas DataFrames whose columns are documented on each field.
 """
 
@@ -206,6 +207,14 @@ class Summary:
         jitter_cost_fraction: ``jitter_cost_s / wall_time_s`` = 1 − wall-clock / median-step
             throughput at a constant batch; negative when the typical step is slower than the
             mean.
+        throughput_tokens_per_s, throughput_per_card_tokens_per_s: median-step tokens/s (job,
+            per card), when the step table has ``tokens`` (else None), as the samples figures.
+        throughput_wallclock_tokens_per_s, throughput_per_card_wallclock_tokens_per_s: Σ tokens
+            / ``wall_time_s`` (job, per card): the tokens/s headline.
+        mfu: MFU (fractions 0…1) when the table has ``mfu``: ``median``, ``rank_min`` /
+            ``rank_max`` (lowest / highest per-rank median) and their ranks, ``first_tenth`` /
+            ``last_tenth`` (drift), ``values`` (:func:`xpuperf.analysis.rates.mfu_summary`);
+            None without.
     """
 
     ranks: int
@@ -223,6 +232,11 @@ class Summary:
     iterations: int | None = None
     jitter_cost_s: float | None = None
     jitter_cost_fraction: float | None = None
+    throughput_tokens_per_s: float | None = None
+    throughput_per_card_tokens_per_s: float | None = None
+    throughput_wallclock_tokens_per_s: float | None = None
+    throughput_per_card_wallclock_tokens_per_s: float | None = None
+    mfu: dict[str, float | int] | None = None
 
 
 @dataclass

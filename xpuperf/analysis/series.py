@@ -24,7 +24,9 @@ def job_steps(df: pd.DataFrame, grid: Grid | None = None) -> pd.DataFrame:
     Returns:
         DataFrame sorted by step with columns ``step`` (int64), ``step_time_s`` (median over
         ranks, s), ``ranks`` (ranks reporting the step), ``samples`` (Σ over ranks, NaN when
-        unknown) and ``fps`` (``samples / step_time_s``, samples/s, NaN when unknown).
+        unknown) and ``fps`` (``samples / step_time_s``, samples/s, NaN when unknown); with a
+        ``tokens`` column in ``df`` also ``tokens`` (Σ over ranks) and ``tps``
+        (``tokens / step_time_s``, tokens/s, NaN when unknown).
 
     ``grid``: :func:`xpuperf.analysis.grid.grid_of` of ``df`` when the caller has it; when every
     rank has the same steps the medians are taken on the rank × step view (same values as the
@@ -40,11 +42,12 @@ def job_steps(df: pd.DataFrame, grid: Grid | None = None) -> pd.DataFrame:
             "ranks": g.size(),  # = distinct ranks: one row per (rank, step) (validate())
         }
     )
-    if "samples" in df.columns:
-        out["samples"] = g["samples"].sum(min_count=1)
-    else:
-        out["samples"] = float("nan")
-    out["fps"] = out["samples"] / out["step_time_s"]
+    for col in SUMMED:
+        if col in df.columns:
+            out[col] = g[col].sum(min_count=1)
+        elif col == "samples":
+            out[col] = float("nan")
+    _rates(out)
     out = out.reset_index()
     out["step"] = out["step"].astype("int64")
     return out
@@ -55,15 +58,27 @@ def _job_steps_grid(g: Grid) -> pd.DataFrame:
     out = pd.DataFrame({"step": g.steps.astype("int64")})
     out["step_time_s"] = g.step_median()
     out["ranks"] = np.full(ns, nr, dtype=np.int64)
-    if g.has("samples"):
-        sam = g.mat("samples")
-        total = by_columns(sam, lambda x: np.nansum(x, axis=0))
-        seen = by_columns(sam, lambda x: (~np.isnan(x)).any(axis=0))  # min_count=1
-        out["samples"] = np.where(seen, total, np.nan)
-    else:
-        out["samples"] = float("nan")
-    out["fps"] = out["samples"] / out["step_time_s"]
+    for col in SUMMED:
+        if g.has(col):
+            sam = g.mat(col)
+            total = by_columns(sam, lambda x: np.nansum(x, axis=0))
+            seen = by_columns(sam, lambda x: (~np.isnan(x)).any(axis=0))  # min_count=1
+            out[col] = np.where(seen, total, np.nan)
+        elif col == "samples":
+            out[col] = float("nan")
+    _rates(out)
     return out
+
+
+SUMMED = ("samples", "tokens")
+"""Per-rank counts the job series sums over ranks (``tokens`` only when the table has it)."""
+
+
+def _rates(out: pd.DataFrame) -> None:
+    """``fps`` = samples / step time and, with tokens, ``tps`` = tokens / step time."""
+    out["fps"] = out["samples"] / out["step_time_s"]
+    if "tokens" in out.columns:
+        out["tps"] = out["tokens"] / out["step_time_s"]
 
 
 @dataclass
@@ -74,6 +89,7 @@ class WallClock:
         wall_time_s: seconds from the start of the first steady row to the end of the last.
         iterations: iterations the rows cover (Σ of each row's ``iterations``).
         samples: Σ samples × iterations over rows (NaN when a row's samples are unknown).
+        tokens: Σ tokens × iterations over rows (NaN when unknown or the series has no tokens).
         source: ``"timestamps"`` (end-of-step timestamps of one rank) or ``"step_times"``.
         sum_step_times_s: Σ job step time × iterations (the wall time without timestamps), s.
     """
@@ -83,6 +99,7 @@ class WallClock:
     samples: float
     source: str
     sum_step_times_s: float
+    tokens: float = float("nan")
 
 
 def row_iterations(steps: np.ndarray, prev_step: int | None = None) -> np.ndarray:
@@ -123,7 +140,8 @@ def wallclock(
     first row's own duration), so time between steps (evaluation, checkpoints) counts too.
 
     Args:
-        steady_job: :func:`job_steps` rows after warm-up (``step, step_time_s, samples``).
+        steady_job: :func:`job_steps` rows after warm-up (``step, step_time_s, samples``;
+            ``tokens`` when known).
         table: the canonical step table (only ``rank, step, t_end_s`` are read).
         prev_step: the last warm-up step, or None.
     """
@@ -133,6 +151,8 @@ def wallclock(
     sam = steady_job["samples"].to_numpy(dtype=float)
     total = float(np.sum(t * k))
     out = WallClock(total, int(k.sum()), float(np.sum(sam * k)), "step_times", total)
+    if "tokens" in steady_job.columns:
+        out.tokens = float(np.sum(steady_job["tokens"].to_numpy(dtype=float) * k))
     ts = _timestamps(table, steps)
     if ts is not None:
         span = float(ts[-1] - ts[0])

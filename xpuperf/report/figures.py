@@ -41,6 +41,7 @@ from xpuperf.report.plotting import (  # re-exported: other report modules impor
     pct,
     ptext,
 )
+from xpuperf.report.rates_view import throughput_rows
 
 MAX_HEATMAP_COLS = 400
 MAX_RANKS = 256
@@ -352,29 +353,6 @@ def breakdown_figure(result: AnalyzeResult, max_ranks: int = MAX_RANKS) -> dict[
         "data": data,
         "layout": _layout(title, xlab, "seconds", barmode="stack", height=400),
     }
-
-
-def throughput_rows(s: Any) -> list[tuple[str, str]]:
-    """The throughput rows of :func:`summary_rows`: wall-clock (the headline), median step, and
-    the gap between them as the cost of jitter, spikes and stalls (``s``: a ``Summary``)."""
-    wall, med = s.throughput_wallclock_samples_per_s, s.throughput_median_step_samples_per_s
-    src = "timestamps" if s.wallclock_source == "timestamps" else "Σ step times"
-    span = f"{s.wall_time_s:,.1f} s" if s.wall_time_s is not None else "n/a"
-    rows = [("throughput", "unknown (no samples in the logs; use --batch-size)")]
-    if wall is not None:
-        card = s.throughput_per_card_wallclock_samples_per_s
-        text = f"{wall:,.1f} samples/s wall-clock ({card:,.1f} per card; samples / {span} "
-        rows = [("throughput", text + f"steady, from {src})")]
-    if med is not None:
-        card = s.throughput_per_card_samples_per_s
-        text = f"{med:,.1f} samples/s ({card:,.1f} per card; a typical step)"
-        rows.append(("median-step throughput", text))
-    if s.jitter_cost_fraction is not None and s.jitter_cost_s is not None:
-        what = "cost" if s.jitter_cost_s >= 0 else "gain (steps mostly faster than the median)"
-        text = f"{what} {pct(abs(s.jitter_cost_fraction))} of wall time "
-        text += f"({abs(s.jitter_cost_s):,.1f} s of {span}) vs every step at the median"
-        rows.append(("jitter & spikes", text))
-    return rows
 
 
 def summary_rows(result: AnalyzeResult) -> list[tuple[str, str]]:

@@ -9,7 +9,12 @@ Schema ``xpuperf.analyze/1``. Keys CI jobs may rely on (a contract; additions on
 ``summary.throughput_per_card_wallclock_samples_per_s``, ``summary.wall_time_s``,
 ``summary.wallclock_source`` (timestamps | step_times), ``summary.iterations``,
 ``summary.jitter_cost_s`` and ``summary.jitter_cost_fraction`` (wall time − iterations × median
-step time: what spikes, stalls and jitter cost), ``jitter.cv``,
+step time: what spikes, stalls and jitter cost), ``summary.throughput_wallclock_tokens_per_s``,
+``summary.throughput_per_card_wallclock_tokens_per_s``, ``summary.throughput_tokens_per_s``
+(median step) and ``summary.throughput_per_card_tokens_per_s`` (tokens/s, null when the logs
+count no tokens), ``summary.mfu`` (null without MFU in the logs, else ``median``, ``rank_min``,
+``rank_min_rank``, ``rank_max``, ``rank_max_rank``, ``first_tenth``, ``last_tenth``,
+``values``; fractions 0…1), ``jitter.cv``,
 ``jitter.p99_over_p50``, ``stragglers[]`` (``rank``, ``node``, ``kind``, ``slowdown``,
 ``cost_fraction``), ``breakdown.{compute,comm,data,other}_fraction``, ``breakdown.source``,
 ``breakdown.speedup`` (null without a baseline), ``findings[]`` (``code``, ``severity``,
