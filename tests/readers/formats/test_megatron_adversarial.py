@@ -31,8 +31,9 @@ CASES = [
     ("  3: " + step(4, "12."), (4, 0.012)),  # Slurm srun -l; '12.' is a float
     ("3: " + step(5), (5, 1.0)),
     ("\t \t" + step(6), (6, 1.0)),  # blanks other than spaces
-    ("[rank1234567890]: " + step(7), None),  # 10 digits: not a launcher prefix
-    ("\t3: " + step(8), None),  # srun -l prefix after a tab: not a prefix
+    # 10 digits: not a launcher prefix, but a logger prefix ending with ':' (read since issue 18)
+    ("[rank1234567890]: " + step(7), (7, 1.0)),
+    ("\t3: " + step(8), (8, 1.0)),  # srun -l prefix after a tab: a logger prefix likewise
     ("saving checkpoint at " + step(9), None),  # mid-line after free text, no '|' before
     ("[rank3]: " + step(10, "1.2.3"), "drop"),  # not a number: the line path drops it
     ("[rank3]: " + step(11, "."), "drop"),

@@ -15,8 +15,9 @@ file in memory) and yields ``(line_number, rank_tag, text)``:
   pieces, each yielded on its own.
 
 :func:`timestamp` reads the first date-time of a line (``2023-07-25 21:01:40,644``,
-``2023/05/24 20:20:37``, ``[2021/02/23 22:52:57]``, ``2025-05-21T03:50:19.029644300Z``) as Unix
-epoch seconds (a time without zone is taken as UTC, like the generic readers do).
+``2023/05/24 20:20:37``, ``[2021/02/23 22:52:57]``, ``2025-05-21T03:50:19.029644300Z``, Primus'
+``[20251121 12:10:29]``) as Unix epoch seconds (a time without zone is taken as UTC, like the
+generic readers do).
 """
 
 from __future__ import annotations
@@ -35,8 +36,11 @@ _PREFIX = re.compile(
 )
 _TQDM = re.compile(r"^\s*\d{1,3}%\|[^|]*\|[^\[\]]*\[[^\]]*\]")
 _TS = re.compile(
-    r"(\d{4})[-/](\d\d)[-/](\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?"
+    r"(\d{4})(?:[-/](\d\d)[-/](\d\d)|(?<=(?<!\d)\d{4})(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01]))"
+    r"[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?"
 )
+"""``2023-07-25 21:01:40,644``, ``2023/05/24 20:20:37``, ISO ``T`` and zones; also the compact
+``20251121 12:10:29`` (AMD Primus' logger; eight digits alone, a valid month and day)."""
 _DAYS: dict[tuple[int, int, int], int] = {}
 
 UNDECODABLE = "line is neither UTF-8 nor GB18030 text (re-save the file as UTF-8)"
@@ -129,7 +133,9 @@ def timestamp(text: str) -> float | None:
     m = _TS.search(text)
     if m is None:
         return None
-    y, mo, d, h, mi, s, frac, zone = m.groups()
+    y, mo, d, mo2, d2, h, mi, s, frac, zone = m.groups()
+    if mo is None:
+        mo, d = mo2, d2
     key = (int(y), int(mo), int(d))
     day = _DAYS.get(key)
     if day is None:

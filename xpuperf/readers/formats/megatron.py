@@ -37,15 +37,28 @@ warning.
 from __future__ import annotations
 
 import functools
-import re
 import statistics
-from collections.abc import Sequence
 
 import numpy as np
 
 from xpuperf.readers.base import Source
 from xpuperf.readers.formats import console, ranges, timers
-from xpuperf.readers.formats.blocks import BLOCK_BYTES, blocks, reread
+from xpuperf.readers.formats.blocks import BLOCK_BYTES, blocks
+from xpuperf.readers.formats.megatron_lines import (
+    ELAPSED,
+    FAST,
+    LINE,
+    LOG_PREFIX,
+    RANK_OF,
+    TPS,
+    first_number,
+    job_tokens,
+    scan_facts,
+    step_match,
+    tokens_rate,
+)
+from xpuperf.readers.formats.megatron_lines import fields as _fields
+from xpuperf.readers.formats.megatron_resolve import Resolver
 from xpuperf.readers.formats.megatron_scan import FIRST, GET, TOKENS, TOKENS_EXACT, numbers
 from xpuperf.readers.formats.table import (
     NAN,
@@ -61,35 +74,13 @@ EXAMPLE = (
     " iteration      182/  250000 | consumed samples: 186368 | elapsed time per iteration (ms): "
     "126995.3 | global batch size:  1024 | lm loss: 2.382640E+00 |"
 )
-LINE = re.compile(r"(?:^|\|)\s*(?:\[[^\]]{0,256}\]\s*)?iteration\s+(\d+)\s*/\s*(\d+)\s*\|")
-"""Any iteration line. The ``[…]`` group before ``iteration`` is at most 256 characters: an
-unbounded one was retried from every ``|`` to the end of the line (160 KB of ``|[``: 7.7 s)."""
-FAST = re.compile(
-    r"^\s*iteration\s+(\d+)\s*/\s*\d+\s*\|[^|]*\|\s*elapsed time per iteration \(ms\):\s*([\d.]+)"
-    r"\s*\|[^|]*\|\s*global batch size:\s*(\d+)\s*\|"
-)
-"""The fast path: the standard Megatron-LM line, matched in one go (anchored)."""
-_LOG_PREFIX = re.compile(r"^\s*(?:\[[^\]]*\]\s*)+")
-"""``[date time] [Rank 0] `` logging groups in front of a NeoX ``samples/sec: X |`` field."""
 BROKEN = "an 'iteration N/ M |' line without 'elapsed time per iteration (ms)' (cut line?)"
+_ELAPSED = ELAPSED.encode()
 
 
 def sniff(lines: list[str]) -> bool:
-    """Any line holds ``iteration N/ M |``."""
-    return any("iteration" in x and LINE.search(x) for x in lines)
-
-
-def _fields(text: str) -> dict[str, str]:
-    """``key: value`` pairs of the ``|``-separated fields, both stripped (a field without a colon
-    is ignored; leading colons are skipped). Split, not a regex: the former key/value pattern
-    ``\\s*([^:|]+?)\\s*:\\s*([^|]*?)\\s*`` (same results) was cubic on a long blank run (400
-    blanks took 7 s)."""
-    out = {}
-    for field in text.split("|"):
-        key, colon, value = field.lstrip(":").partition(":")
-        if colon:
-            out[key.strip()] = value.strip()
-    return out
+    """Any line holds ``iteration N/ M |`` (behind a logger prefix: with the elapsed time)."""
+    return any("iteration" in x and step_match(x) for x in lines)
 
 
 class _Parser:
@@ -109,6 +100,7 @@ class _Parser:
         # previous range), later values over earlier ones as on one row: applied to that row
         # when the ranges are merged (_merge); one dict, so memory stays bounded
         self.orphans: dict[str, float] = {}
+        self.facts: dict[str, int] = {}  # world_size, seq_length (megatron_lines.scan_facts)
 
     def clean(self) -> bool:
         """No state carries over to the next line (the fast path may start here)."""
@@ -139,27 +131,28 @@ class _Parser:
                     rows.add(n, step=step, step_time_s=ms / 1000.0, samples=float(fast.group(3)))
                     self.gbs_seen = True
                     return
-            m = LINE.search(text)
+            m = step_match(text)
             if m:
                 f = _fields(text[m.end() :])
-                ms = f.get("elapsed time per iteration (ms)")
-                try:
-                    step_s = float(ms) / 1000.0 if ms is not None else NAN
-                except ValueError:
-                    step_s = NAN
+                step_s = first_number(f.get("elapsed time per iteration (ms)")) / 1000.0
                 if step_s != step_s:
                     rows.drop(BROKEN, n)
                     return
-                head = _fields(_LOG_PREFIX.sub("", text[: m.start()]) + "|")
+                head = _fields(LOG_PREFIX.sub("", text[: m.start()]) + "|")
                 samples = NAN
                 if "global batch size" in f:
                     samples = as_float(f["global batch size"])
                     self.gbs_seen = True
                 elif "samples/sec" in head:
                     samples = near_int(as_float(head["samples/sec"]) * step_s)
-                ts = console.timestamp(text[: m.start()]) if "[" in text[: m.start()] else None
+                pre = text[: m.start()]
+                ts = console.timestamp(pre) if pre.strip() else None
+                tps = tokens_rate(f)
+                if "[rank-" in pre and (w := RANK_OF.search(pre)):
+                    self.facts.setdefault("world_prefix", int(w.group(2)))
                 rows.add(n, step=float(m.group(1)), step_time_s=step_s, samples=samples,
-                         t_end_s=ts if ts is not None else NAN, **self.pending)  # fmt: skip
+                         t_end_s=ts if ts is not None else NAN,
+                         **({TPS: tps} if tps is not None else {}), **self.pending)  # fmt: skip
                 self.pending, self.pending_kind = {}, ""
                 return
         if timers.MINMAX_HEAD in text:
@@ -185,23 +178,26 @@ class _Parser:
         for n, _rank, text in console.block_lines(data, first_line, self.bad):
             self.line(n, text)
 
-    def fast(self, data: bytes, where: int, exact: bool = False) -> None:
+    def fast(self, data: bytes, where: int, exact: bool = False) -> bool:
         """The block path: one regex scan of the block (see the module docstring); rows get the
-        placeholder line number ``where``. ``exact``: scan with :data:`TOKENS_EXACT`."""
+        placeholder line number ``where``. ``exact``: scan with :data:`TOKENS_EXACT`. False (and
+        nothing parsed) when the block holds a step line the scan does not see, e.g. behind a
+        logger prefix (Primus): the caller then takes the line path."""
         first = FIRST[exact].match(data)
         toks = (TOKENS_EXACT if exact else TOKENS).findall(data, first.end() if first else 0)
         if first:
             toks.insert(0, first.groups(b""))
-        if not toks:
-            self._tail(data)
-            return
         other = [i for i, t in enumerate(toks) if t[3]] if any(map(GET[3], toks)) else []
         a = [t for t in toks if not t[3]] if other else toks
+        if data.count(_ELAPSED) != len(a) + sum(toks[i][3].count(_ELAPSED) for i in other):
+            return False  # 'elapsed time per iteration' in a line the scan does not see
+        if not toks:
+            self._tail(data)
+            return True
         try:
             cols = numbers(a)
         except ValueError:  # an elapsed time like '1.2.3': the exact scan (see NUM)
-            self.fast(data, where, exact=True)
-            return
+            return self.fast(data, where, exact=True)
         if a:
             self.gbs_seen = True
         done = 0  # A rows added so far
@@ -225,6 +221,7 @@ class _Parser:
                     self.line(where, console.clean(raw.decode("ascii"))[1])
                 self.in_minmax = False  # the next line is not a minmax line (see TOKENS)
         self._tail(data)
+        return True
 
     def _tail(self, data: bytes) -> None:
         """Set ``in_minmax`` as the line path would after the block's last line: walking back,
@@ -265,6 +262,7 @@ def _run(
             p.bad.append(blk.first_line)
             break
         data, offset, line = blk.data, blk.offset, blk.first_line
+        scan_facts(data, p.facts)
         if fast and eligible(data):
             while data and not p.clean():  # state from the line before: line path until clean
                 cut = data.find(b"\n") + 1 or len(data)
@@ -272,7 +270,9 @@ def _run(
                 data, offset, line = data[cut:], offset + cut, line + 1
             if data:
                 p.done.append((offset, len(data), line, len(p.rows)))
-                p.fast(data, -len(p.done))
+                if not p.fast(data, -len(p.done)):
+                    p.done.pop()
+                    p.lines(data, line)
         else:
             p.lines(data, line)
         p.next_line = blk.first_line + blk.lines
@@ -297,6 +297,8 @@ def _merge(p: _Parser, part: _Parser, line_shift: int, block_shift: int) -> None
     p.bad += [n + line_shift for n in part.bad]
     p.spread += part.spread
     p.gbs_seen |= part.gbs_seen
+    for k, v in part.facts.items():
+        p.facts.setdefault(k, v)
     p.done += [(o, ln, fl + line_shift, r + rows_before) for o, ln, fl, r in part.done]
     p.pending, p.pending_kind, p.in_minmax = part.pending, part.pending_kind, part.in_minmax
     p.next_line = part.next_line + line_shift
@@ -318,7 +320,7 @@ def read(
     rows.undecodable(p.bad)
     locate = None
     if done:
-        resolver = _Resolver(src, done, rows)
+        resolver = Resolver(src, done, rows, _Parser)
         for d in rows.drops.values():
             if d.first is not None and d.first < 0:
                 d.first = resolver.drop_line(-d.first - 1, d.reason)
@@ -328,6 +330,7 @@ def read(
     )
     what = "samples = the global batch size" if p.gbs_seen else "samples = samples/sec × step time"
     out.notes.append(job_level_note(what))
+    out.notes += job_tokens(out.frame, p.facts)
     if p.spread:
         med = statistics.median(p.spread)
         if med > 1.05:
@@ -337,42 +340,3 @@ def read(
                 "per-rank timers (--timing-log-option all) to name it"
             )
     return out
-
-
-class _Resolver:
-    """Exact line numbers for rows and drops found by the fast path: the block is read again and
-    replayed through the line path (which starts clean there, as the fast path did)."""
-
-    def __init__(self, src: Source, fast: list[tuple[int, int, int, int]], rows: Rows) -> None:
-        self.src, self.fast = src, fast
-        self.lines = np.frombuffer(rows.lines, dtype=np.int64).copy()
-        self.cache: dict[int, _Parser] = {}
-
-    def _replay(self, b: int) -> _Parser:
-        got = self.cache.get(b)
-        if got is None:
-            offset, length, first_line, _ = self.fast[b]
-            got = _Parser()
-            got.lines(reread(self.src, offset, length), first_line)
-            self.cache = {b: got}
-        return got
-
-    def drop_line(self, b: int, reason: str) -> int | None:
-        d = self._replay(b).rows.drops.get(reason)
-        return d.first if d else None
-
-    def locate(self, idx: Sequence[int]) -> dict[int, int | None]:
-        out: dict[int, int | None] = {}
-        for i in idx:
-            i = int(i)
-            if not 0 <= i < len(self.lines):
-                out[i] = None
-                continue
-            line = int(self.lines[i])
-            if line < 0:
-                b = -line - 1
-                k = i - self.fast[b][3]
-                replayed = self._replay(b).rows.lines
-                line = int(replayed[k]) if 0 <= k < len(replayed) else -1
-            out[i] = line if line > 0 else None
-        return out
