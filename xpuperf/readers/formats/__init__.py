@@ -27,14 +27,16 @@ from xpuperf.readers.formats import (
     mindspore,
     mllog,
     mmengine,
+    nanogpt,
     paddle,
     tfcnn,
+    timm,
     torchtitan,
 )
 
 MODULES: tuple[ModuleType, ...] = (
     megatron, deepspeed, torchtitan, mmengine, detectron2, maskrcnn, paddle, hf, hf_state, keras,
-    tfcnn, mindspore, ascend, mllog,
+    tfcnn, mindspore, ascend, timm, nanogpt, mllog,
 )  # fmt: skip
 """Format modules in sniffing order."""
 
