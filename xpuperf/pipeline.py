@@ -72,6 +72,7 @@ def analyze_logs(
         straggler_threshold=straggler_threshold,
         sources=run.sources,
         read_warnings=[*warnings, *base_warnings],
+        job_level_cards=run.job_level_cards,
     )
     result.read_warnings += [f"{p}: {_AUX_NOTE}" for p in job_files]  # notes, not XP401
     texts = [Path(p) for p in (*run.sources, *extra_text, *job_files)]

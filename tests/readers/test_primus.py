@@ -35,15 +35,19 @@ def test_sniffed_as_megatron(path: Path) -> None:
 
 def test_2025_tokens_per_gpu_pairs_and_seq_length_dump() -> None:
     r = read_logs([A])
-    t = r.table
+    # '[rank-31/32]': the job-level lines are spread over the 32 GPUs the log states
+    assert r.job_level_cards == 32
+    assert r.table["rank"].nunique() == 32
+    t = r.table[r.table["rank"] == 0].reset_index(drop=True)
     assert t["step"].tolist() == [1, 2, 3, 4, 5, 6, 7, 8]  # iteration 5 printed twice: kept once
     # the first of each 'elapsed time per iteration (ms): inst/avg' pair, / 1000
     np.testing.assert_allclose(
         t["step_time_s"], [9.8765, 2.7013, 2.6988, 2.7051, 2.7024, 2.6999, 2.7036, 2.7002]
     )
-    assert (t["samples"] == 256).all()  # global batch size (job-level)
+    assert (t["samples"] == 256 / 32).all()  # global batch size 256, per GPU share
     # seq_length 4096 from the arguments dump behind the logger prefix: 256 × 4096 = 1 048 576
-    assert (t["tokens"] == 1_048_576).all()
+    # tokens per step for the job, 32 768 per GPU
+    assert (t["tokens"] == 1_048_576 / 32).all()
     assert "mfu" not in t.columns  # TFLOP/s/GPU is not MFU
     # '[20251121 12:10:11]' on iteration 2 (compact date, UTC)
     assert t["t_end_s"].iloc[1] == calendar.timegm((2025, 11, 21, 12, 10, 11))
@@ -51,12 +55,15 @@ def test_2025_tokens_per_gpu_pairs_and_seq_length_dump() -> None:
     assert len(dup) == 1
     assert "skipped 1 row" in dup[0]
     assert ":11:" in dup[0]
-    assert any("world size of 32 GPUs" in w for w in r.warnings)  # '[rank-31/32]'
+    assert any(
+        "read as 32 data-parallel ranks (world size read from the log" in w for w in r.warnings
+    )
 
 
 def test_2026_inst_harmonic_and_compute_per_gpu_spellings() -> None:
     r = read_logs([B])
-    t = r.table
+    assert r.job_level_cards == 8  # '[rank-7/8]'
+    t = r.table[r.table["rank"] == 3].reset_index(drop=True)
     assert t["step"].tolist() == [1, 2, 3, 4, 5, 6, 7]
     np.testing.assert_allclose(
         t["step_time_s"], [21.0346, 13.3728, 13.3647, 13.3802, 13.3699, 13.3755, 13.3711]
@@ -64,7 +71,7 @@ def test_2026_inst_harmonic_and_compute_per_gpu_spellings() -> None:
     # no seq_length printed: tokens/s/GPU × step time × world size 8 ('[rank-7/8]'), e.g.
     # iteration 2: 9801.4 × 13.3728 × 8 = 1 048 577.3 = 128 × 8192.01 → 128 × 8192 = 1 048 576;
     # iteration 4 ('compute per GPU … (avg …)' form): 9796.0 × 13.3802 × 8 = 1 048 579.5 → same
-    assert (t["tokens"] == 128 * 8192).all()
+    assert (t["tokens"] == 128 * 8192 / 8).all()  # the job's tokens, 1/8 per GPU
     assert any("whole seq_length" in w for w in r.warnings)
 
 
@@ -120,8 +127,13 @@ def test_any_logger_prefix(tmp_path: Path, prefix: str, read: bool) -> None:
 def test_analyze_per_card_with_the_world_size_the_log_states() -> None:
     # 8 rows × 256 samples over Σ step times 9.8765 + 18.9113 = 28.7878 s: 71.14 samples/s for
     # the job, 2.2231 per GPU with the 32 GPUs of '[rank-31/32]'
-    s = analyze_logs([A], world_size=32).summary
+    s = analyze_logs([A]).summary  # no --world-size: the log's '[rank-31/32]' gives 32
     assert s.throughput_wallclock_samples_per_s == pytest.approx(2048 / 28.7878, rel=1e-4)
     assert s.throughput_per_card_wallclock_samples_per_s == pytest.approx(2048 / 28.7878 / 32)
     # median of the 8 step times = (2.7013 + 2.7024) / 2 = 2.70185 s → 256 / 2.70185 = 94.75/s
     assert s.throughput_samples_per_s == pytest.approx(256 / 2.70185, rel=1e-4)
+    # the job's tokens over the median step: 1 048 576 / 2.70185 = 388 095 tokens/s, 12 128 per
+    # GPU (the log's own 'tokens per GPU' prints 12130.4 for that window)
+    assert s.throughput_tokens_per_s == pytest.approx(1_048_576 / 2.70185, rel=1e-4)
+    assert s.throughput_per_card_tokens_per_s == pytest.approx(1_048_576 / 2.70185 / 32, rel=1e-4)
+    assert s.ranks == 32

@@ -49,6 +49,7 @@ def analyze(
     sources: Sequence[str] = (),
     read_warnings: Sequence[str] = (),
     job: pd.DataFrame | None = None,
+    job_level_cards: int | None = None,
 ) -> AnalyzeResult:
     """Analyse one run.
 
@@ -62,6 +63,9 @@ def analyze(
         sources, read_warnings: passed through from the reader for the report.
         job: the per-step series of ``table`` as :func:`job_steps` returns it, when an engine
             (:mod:`xpuperf.engine`) has already computed it; None computes it here.
+        job_level_cards: N when ``table`` is one job-level log spread over N ranks
+            (:attr:`xpuperf.readers.ReadResult.job_level_cards`): the ranks are copies, so no
+            straggler or per-rank stall analysis is run (their checks say "not checked").
 
     Returns:
         :class:`AnalyzeResult`; findings sorted most severe first.
@@ -90,8 +94,10 @@ def analyze(
 
     jitter, f = analyze_jitter(steady_job.reset_index(drop=True))
     findings += f
-    stragglers, f = find_stragglers(steady, threshold=straggler_threshold)
-    findings += f
+    stragglers = None
+    if not job_level_cards:  # copies of one job-level line cannot differ
+        stragglers, f = find_stragglers(steady, threshold=straggler_threshold)
+        findings += f
 
     base_steady = None
     if baseline is not None:

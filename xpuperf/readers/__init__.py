@@ -77,12 +77,16 @@ class ReadResult:
         warnings: one line each: where the first skipped row is (``file:line``), how many rows
             were skipped and why; also files skipped while walking folders.
         skipped_rows: total rows dropped.
+        job_level_cards: N when a job-level log was spread over N ranks (``--world-size`` or
+            the world size the log states): the ranks are copies of one line per step, so
+            nothing can be said about differences between ranks; None otherwise.
     """
 
     table: pd.DataFrame
     sources: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     skipped_rows: int = 0
+    job_level_cards: int | None = None
 
 
 def register_format(fmt: Format) -> None:
@@ -288,15 +292,25 @@ def read_logs(
     build.assign_ranks(parts)
     frames = []
     skipped = 0
-    spread = False
+    spread: int | bool = False  # the N a job-level log was spread over
     for p in parts:
         df, warns = build.finish(p)
         warnings.extend(warns)
         notes = list(getattr(p.raw, "notes", ()))
-        if world_size is not None and len(parts) == 1 and world.is_job_level(notes):
-            df, spread = world.spread(df, world_size), True
-            notes = [n for n in notes if not world.is_job_level([n])]
-            notes.append(world.note(world_size, "samples" in df.columns))
+        if len(parts) == 1 and world.is_job_level(notes):
+            n, why = world.choose(world_size, p.raw, len(df))
+            if why:
+                notes.append(why)
+            if n is not None:
+                df, spread = world.spread(df, n), n
+                notes = [x for x in notes if not world.is_job_level([x])]
+                notes.append(
+                    world.note(
+                        n,
+                        "samples" in df.columns,
+                        getattr(p.raw, "world_source", "") if world_size is None else "",
+                    )
+                )
         warnings.extend(f"{p.src.name}: {note}" for note in notes)
         skipped += sum(d.count for d in p.raw.drops) + sum(n for _, n, _ in p.pending)
         if df.empty and (p.pending or p.raw.drops):
@@ -316,7 +330,9 @@ def read_logs(
         if col in table.columns and table[col].isna().all():
             table = table.drop(columns=col)
     table = steps.validate(steps.coerce(table), source="step table read from logs")
-    return ReadResult(table, [p.src.name for p in parts], warnings, skipped)
+    return ReadResult(
+        table, [p.src.name for p in parts], warnings, skipped, int(spread) if spread else None
+    )
 
 
 def _guard(path: Path | None, fn: Callable[..., T], *args: object) -> T:

@@ -48,28 +48,66 @@ def is_job_level(notes: list[str]) -> bool:
 
 
 def spread(df: pd.DataFrame, n: int) -> pd.DataFrame:
-    """Rank-0 job-level rows → ``n`` ranks with per-card samples (see the module docstring)."""
+    """Rank-0 job-level rows → ``n`` ranks with per-card ``samples`` and ``tokens`` (see the
+    module docstring)."""
     m = len(df)
     out = {}
     for col in df.columns:
         v = df[col].to_numpy()
         out[col] = np.tile(v, n) if col != "rank" else np.repeat(np.arange(n, dtype=v.dtype), m)
     res = pd.DataFrame(out)
-    if "samples" in res.columns:
-        res["samples"] = res["samples"].to_numpy(dtype=np.float64) / n
+    for col in ("samples", "tokens"):  # the job's counts → per-card shares; mfu is a rate
+        if col in res.columns:
+            res[col] = res[col].to_numpy(dtype=np.float64) / n
     return res
 
 
-def note(n: int, had_samples: bool) -> str:
-    """The warning that replaces the job-level note once ``spread`` ran."""
+MAX_SPREAD_ROWS = 50_000_000
+"""Largest step table a world size READ FROM THE LOG is spread into (ranks × rows; ≈ 2 GB); a
+``--world-size`` the user gives is always applied."""
+
+
+def choose(given: int | None, raw: object, rows: int) -> tuple[int | None, str]:
+    """The world size to spread a job-level log over, and a note ("" when none is needed).
+
+    ``given`` (``--world-size``) wins; a different world size stated in the log is then named in
+    the note. Without it the log's own (``raw.world_size``, e.g. Megatron ``using world size``,
+    Primus ``[rank-R/N]``) is used unless ``rows ×`` it exceeds :data:`MAX_SPREAD_ROWS`.
+    """
+    stated = getattr(raw, "world_size", None)
+    where = getattr(raw, "world_source", "") or "the log"
+    if given is not None:
+        if stated and stated != given:
+            return given, (
+                f"--world-size {given} given, but the log states {stated} ({where}); used "
+                f"{given} as given"
+            )
+        return given, ""
+    if not stated or stated < 1:
+        return None, ""
+    if stated * rows > MAX_SPREAD_ROWS:
+        return None, (
+            f"the log states a world size of {stated:,} ({where}), but {rows:,} steps × "
+            f"{stated:,} ranks would exceed {MAX_SPREAD_ROWS:,} rows: read as one rank "
+            f"(per-card figures = job figures); divide by {stated:,}, or keep fewer steps and "
+            f"pass --world-size {stated}"
+        )
+    return int(stated), ""
+
+
+def note(n: int, had_samples: bool, source: str = "") -> str:
+    """The warning that replaces the job-level note once ``spread`` ran (``source``: where the
+    log stated ``n`` when it was read from the log, "" for ``--world-size``)."""
     share = (
         f"samples per step = the log's global samples / {n}"
         if had_samples
         else "no samples in the log: pass --batch-size for throughput"
     )
+    how = f"world size read from the log's {source}; --world-size overrides" if source else (
+        f"--world-size {n}")  # fmt: skip
     return (
-        f"job-level log read as {n:,} data-parallel ranks (--world-size {n}): {share}; the ranks "
-        "are copies of the one step line, so stragglers cannot be seen"
+        f"job-level log read as {n:,} data-parallel ranks ({how}): {share}; per-card figures "
+        f"= job / {n:,}; the ranks are copies of the one step line, so stragglers cannot be seen"
     )
 
 

@@ -176,13 +176,22 @@ def test_horovod_32_world_size_from_repeats() -> None:
 
 def test_tfcnn_33_running_mean() -> None:
     r = read_logs([one("formats_tfcnn", "33")])
-    t = r.table
+    # the header states 512 global / 64.0 per device: 8 cards, so the job-level lines are
+    # spread over 8 ranks with 512 / 8 = 64 samples each (per-card figures = job / 8)
+    assert r.job_level_cards == 8
+    assert any("world size read from the log's header" in w for w in r.warnings)
+    t = r.table[r.table["rank"] == 0]
+    assert r.table["rank"].nunique() == 8
     assert t["step"].tolist() == [1, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
-    assert (t["samples"] == 512).all()  # global batch from the header
+    assert (r.table["samples"] == 64).all()
     # the windows add up to the log's running mean: 100 steps × 512 / 1088.9 img/s
     steps_per_row = np.diff([0, *t["step"].tolist()])
     total = float((t["step_time_s"] * steps_per_row).sum())
     assert 100 * 512 / total == pytest.approx(1088.76, rel=2e-4)
+    # --world-size wins over the header, with a note naming both
+    r1 = read_logs([one("formats_tfcnn", "33")], world_size=1)
+    assert r1.job_level_cards == 1
+    assert any("the log states 8" in w for w in r1.warnings)
 
 
 @pytest.mark.parametrize(

@@ -56,6 +56,7 @@ from xpuperf.readers.formats.megatron_lines import (
     scan_facts,
     step_match,
     tokens_rate,
+    world_of,
 )
 from xpuperf.readers.formats.megatron_lines import fields as _fields
 from xpuperf.readers.formats.megatron_resolve import Resolver
@@ -331,6 +332,7 @@ def read(
     what = "samples = the global batch size" if p.gbs_seen else "samples = samples/sec × step time"
     out.notes.append(job_level_note(what))
     out.notes += job_tokens(out.frame, p.facts)
+    out.world_size, out.world_source = world_of(p.facts)
     if p.spread:
         med = statistics.median(p.spread)
         if med > 1.05:

@@ -158,9 +158,14 @@ def job_tokens(frame: pd.DataFrame, facts: dict[str, int]) -> list[str]:
             "the log prints tokens/s/GPU but neither seq_length nor the world size: tokens per "
             "step not read"
         )
-    if world:
-        notes.append(
-            f"the log states a world size of {world} GPUs (from the {where}): per-GPU figures "
-            f"= job / {world} (--world-size {world})"
-        )
     return notes
+
+
+def world_of(facts: dict[str, int]) -> tuple[int | None, str]:
+    """The job's world size (GPUs) the log states and where: the ``using world size`` line or
+    the arguments dump first, else Primus' ``[rank-R/N]`` logger field; (None, "") without."""
+    if facts.get("world_size"):
+        return facts["world_size"], "start-up lines ('using world size' / arguments dump)"
+    if facts.get("world_prefix"):
+        return facts["world_prefix"], "'[rank-R/N]' logger field"
+    return None, ""

@@ -32,9 +32,17 @@ class TextTable(RawTable):
         notes: one line each, facts about how the log was read that change the meaning of the
             numbers (job-level rows, deduplicated lines, missing batch size …); ``read_logs``
             adds them to its warnings.
+        world_size: number of cards (ranks) of the job when the log states it (Megatron
+            ``using world size: 32``, Primus ``[rank-31/32]``, tf_cnn_benchmarks global / per
+            device batch), else None; ``read_logs`` spreads a job-level log over that many ranks
+            when ``--world-size`` is not given (:mod:`xpuperf.readers.world`).
+        world_source: where in the log ``world_size`` was read (for the note), e.g.
+            ``"'using world size' line"``.
     """
 
     notes: list[str] = field(default_factory=list)
+    world_size: int | None = None
+    world_source: str = ""
 
 
 class Rows:

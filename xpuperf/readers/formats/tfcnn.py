@@ -30,6 +30,7 @@ LINE = re.compile(r"^\s*(\d+)\s+images/sec: ([\d.]+) \+/- ([\d.]+) \(jitter = ([
 _GLOBAL = re.compile(r"^Batch size:\s+(\d+) global")
 _PER_DEV = re.compile(r"^\s+([\d.]+) per device")
 _TOTAL = re.compile(r"^total images/sec: ([\d.]+)")
+_DEVICES = re.compile(r"^Devices:\s+\[(.*)\]")
 
 
 def sniff(lines: list[str]) -> bool:
@@ -41,7 +42,7 @@ def read(src: Source) -> TextTable:
     """Parse tf_cnn_benchmarks step lines (see the module docstring)."""
     rows = Rows()
     bad: list[int] = []
-    glob = per_dev = total = None
+    glob = per_dev = total = devices = None
     groups: dict[int, list[tuple[int, int | None, float, float]]] = {}
     for n, tag, text in console.iter_lines(src, bad):
         if "images/sec" not in text:
@@ -51,6 +52,8 @@ def read(src: Source) -> TextTable:
             elif glob is not None and per_dev is None and "per device" in text:
                 m = _PER_DEV.match(text)
                 per_dev = as_float(m.group(1)) if m else None
+            elif devices is None and (m := _DEVICES.match(text)):
+                devices = len([d for d in m.group(1).split(",") if d.strip()])
             continue
         m = LINE.match(text)
         if m is None:
@@ -89,6 +92,7 @@ def read(src: Source) -> TextTable:
             "across steps by their running mean images/sec"
         )
     elif width == 1:
+        out.world_size, out.world_source = _world(glob, per_dev, devices)
         out.notes.append(
             job_level_note(
                 f"samples = the global batch ({glob:g})"
@@ -99,3 +103,15 @@ def read(src: Source) -> TextTable:
     if total is not None:
         out.notes.append(f"the log's own summary: total images/sec {total:g}")
     return out
+
+
+def _world(
+    glob: float | None, per_dev: float | None, devices: int | None
+) -> tuple[int | None, str]:
+    """Cards of a single-process run from its header: ``Batch size: G global`` / ``P per
+    device`` when that is a whole number, else the length of the ``Devices: [...]`` list."""
+    if glob and per_dev and per_dev > 0 and (glob / per_dev).is_integer():
+        return int(glob / per_dev), "header (global batch / per-device batch)"
+    if devices:
+        return devices, "header 'Devices:' list"
+    return None, ""

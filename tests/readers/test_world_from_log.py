@@ -1,0 +1,69 @@
+"""The world size a job-level log states spreads it over that many cards (issue 18: per-card
+throughput right without --world-size); --world-size wins; copies are never compared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xpuperf.pipeline import analyze_logs
+from xpuperf.readers import read_logs, world
+
+
+def _megatron(tmp_path: Path, head: str, steps: int = 30) -> Path:
+    lines = [head]
+    for i in range(1, steps + 1):
+        lines.append(
+            f" iteration {i:8d}/    1000 | consumed samples: {i * 512:12d} | elapsed time per "
+            f"iteration (ms): {2000.0 + (i % 3):.1f} | global batch size:   512 | lm loss: "
+            "2.5E+00 |"
+        )
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return p
+
+
+HEAD = "using world size: 64, data-parallel size: 8, tensor-model-parallel size: 8"
+
+
+def test_using_world_size_line_gives_the_cards(tmp_path: Path) -> None:
+    r = read_logs([_megatron(tmp_path, HEAD)])
+    assert r.job_level_cards == 64
+    assert r.table["rank"].nunique() == 64
+    assert (r.table["samples"] == 512 / 64).all()
+    assert any("world size read from the log's start-up lines" in w for w in r.warnings)
+
+
+def test_per_card_throughput_and_no_verdict_on_copies(tmp_path: Path) -> None:
+    res = analyze_logs([_megatron(tmp_path, HEAD)], warmup=0)
+    s = res.summary
+    # step times 2.000/2.001/2.002 s in turn (i % 3 ms): median 2.001 s → 512 / 2.001 samples/s
+    assert s.throughput_samples_per_s == pytest.approx(512 / 2.001)
+    assert s.throughput_per_card_samples_per_s == pytest.approx(512 / 2.001 / 64)
+    checks = {c.name: c for c in res.checks}
+    for name in ("steps.stragglers", "steps.sync_stalls"):
+        assert checks[name].status.value == "not_checked", name
+    assert not [f for f in res.findings if f.code.startswith("XP10")]
+
+
+def test_world_size_option_wins_and_names_the_log_figure(tmp_path: Path) -> None:
+    r = read_logs([_megatron(tmp_path, HEAD)], world_size=16)
+    assert r.job_level_cards == 16
+    assert (r.table["samples"] == 512 / 16).all()
+    assert any("--world-size 16 given, but the log states 64" in w for w in r.warnings)
+
+
+def test_without_a_stated_world_size_one_rank(tmp_path: Path) -> None:
+    r = read_logs([_megatron(tmp_path, "no facts here")])
+    assert r.job_level_cards is None
+    assert r.table["rank"].nunique() == 1
+    assert any("pass --world-size N" in w for w in r.warnings)
+
+
+def test_too_many_rows_is_not_spread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(world, "MAX_SPREAD_ROWS", 30 * 64 - 1)  # 30 steps × 64 cards: one over
+    r = read_logs([_megatron(tmp_path, HEAD)])
+    assert r.job_level_cards is None
+    assert r.table["rank"].nunique() == 1
+    assert any("would exceed 1,919 rows" in w for w in r.warnings)
