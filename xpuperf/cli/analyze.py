@@ -20,6 +20,7 @@ from xpuperf.cli.options import (
     WorldSizeOption,
     reader_format,
 )
+from xpuperf.cli.stdin import with_stdin
 from xpuperf.errors import UsageError
 from xpuperf.report.output import check_not_input, stdout_outputs, write_output
 from xpuperf.report.terminal import safe
@@ -40,7 +41,10 @@ EPILOG = (
 def analyze(
     logs: Annotated[
         list[str] | None,
-        typer.Argument(help="Log files, directories or globs. None: the bundled sample."),
+        typer.Argument(
+            help="Log files, directories or globs; - reads a log piped in. None: the bundled "
+            "sample."
+        ),
     ] = None,
     baseline: Annotated[
         str | None,
@@ -120,6 +124,7 @@ def analyze(
             style="dim",
             markup=False,
         )
+    logs = with_stdin(logs)  # `-`: the log piped in (cli/stdin.py)
     inputs = [*logs, *([baseline] if baseline else [])]
     existing = [p for p in inputs if Path(p).exists() or glob.has_magic(p)]
     to_stdout = stdout_outputs(json=json_out, html=html_out, markdown=md_out)  # also blank paths
