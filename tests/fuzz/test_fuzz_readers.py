@@ -42,6 +42,8 @@ FRAMEWORK_DIRS = {
     "mlperf": "formats_mlperf",
     "detectron2": "formats_detectron2",
     "hf_trainer_state": "formats_hf_trainer_state",
+    "timm": "formats_timm",
+    "nanogpt": "formats_nanogpt",
 }
 
 

@@ -4,7 +4,11 @@ Method (one sentence for the docs): warm-up is the run of leading steps before t
 that, together with the next four steps (one spike allowed), lies at or below ``m + max(5 σ,
 5 % · m)``, where m is the median of the 40 steps that follow it and σ = 1.4826 · MAD of the
 step-to-step differences / √2 in the second half of the run; it is capped at half the steps, and
-runs shorter than 10 steps get none.
+runs shorter than 10 steps get none — except the first row of a log that prints every k > 1
+steps and starts at the run's start (Keras ``TimeHistory … between steps 0 and 100``, Megatron
+``iteration 10``, nanoGPT ``iter 0``): that row holds the start-up (graph compilation, first
+batch), and it is warm-up when it lies above ``m + max(5 σ, 5 % · m)`` of the rows after it
+(m their median, σ = 1.4826 · their MAD), so a short windowed run does not call it a spike.
 
 Why these choices:
 
@@ -87,7 +91,7 @@ def detect_warmup(job: pd.DataFrame, warmup: int | None = None) -> WarmupResult:
         k = min(int(warmup), n)
         return WarmupResult(k, int(steps[k]) if k < n else None, "user")
     if n < MIN_STEPS:
-        return WarmupResult(0, int(steps[0]) if n else None, "auto")
+        return _first_window(steps, job["step_time_s"].to_numpy(dtype="float64"))
 
     x = job["step_time_s"].to_numpy(dtype="float64")
     thr = _local_thresholds(x)
@@ -98,6 +102,23 @@ def detect_warmup(job: pd.DataFrame, warmup: int | None = None) -> WarmupResult:
     hits = np.flatnonzero(opens)
     k = min(int(hits[0]), n // 2) if len(hits) else n // 2
     return WarmupResult(k, int(steps[k]), "auto", threshold_s=float(thr[k]))
+
+
+def _first_window(steps: np.ndarray, x: np.ndarray) -> WarmupResult:
+    """Warm-up of a run shorter than :data:`MIN_STEPS` rows: its first row when the log prints
+    every k > 1 steps (median step gap), the first row covers the run's start (its step ≤ k) and
+    it lies above ``m + max(5 σ, 5 % · m)`` of the other rows (m their median, σ = 1.4826 · their
+    MAD); else none. Needs at least 3 rows (2 to set the level)."""
+    n = len(steps)
+    if n < 3:
+        return WarmupResult(0, int(steps[0]) if n else None, "auto")
+    gap = float(np.median(np.diff(steps)))
+    rest = x[1:]
+    m = float(np.median(rest))
+    thr = m + max(MAD_K * MAD_SCALE * float(np.median(np.abs(rest - m))), MIN_REL * m)
+    if gap > 1 and steps[0] <= gap and x[0] > thr:
+        return WarmupResult(1, int(steps[1]), "auto", threshold_s=thr)
+    return WarmupResult(0, int(steps[0]), "auto")
 
 
 def _local_thresholds(x: np.ndarray) -> np.ndarray:

@@ -8,6 +8,11 @@ Step line (chief worker; examples/second of the WHOLE job)::
 Columns (one row per window, read as one rank): ``step`` = the window's last step;
 ``step_time_s`` = seconds / (steps in the window); ``samples`` = examples/second × step time
 (the GLOBAL batch, rounded when within 2 % of an integer).
+
+The first window (``between steps 0 and N``) includes the first batch: graph tracing and
+compilation, the input pipeline's start. It is warm-up, not a spike: the warm-up detector
+(:mod:`xpuperf.analysis.warmup`) excludes a slow first row of a log printed every k > 1 steps
+even when the run has fewer than 10 windows.
 """
 
 from __future__ import annotations
