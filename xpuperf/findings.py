@@ -82,6 +82,8 @@ CODES: dict[str, str] = {
     "XP520": "consumer GPUs without peer-to-peer: PCIe traffic goes through host memory",
     "XP521": "flat PCIe topology inside a VM: NCCL cannot see the real PCIe tree",
     "XP522": "flat PCIe topology: no PCIe switch visible (VM not confirmed)",
+    "XP523": "NVLinks inactive (nvidia-smi nvlink -s)",
+    "XP524": "NVLink running below its generation's full rate",
     "XP601": "measured busbw far below what the topology allows",
     "XP602": "calibrated model misses its held-out accuracy target",
     "XP603": "nccl-tests reported wrong results",

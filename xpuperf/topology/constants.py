@@ -27,6 +27,51 @@ NVLINK_GBPS_PER_LINK: dict[str, float] = {
 DEFAULT_NVLINK_GBPS = 20.0
 """GB/s per NVLink when the card model is unknown (NCCL's V100/A100 value, formulas.md §2)."""
 
+NVLINK_GENERATIONS: dict[int, tuple[float, float, dict[str, int]]] = {
+    1: (20.0, 20.0, {"P100": 4}),
+    2: (25.0, 25.781, {"V100": 6}),
+    3: (25.0, 25.0, {"A100": 12, "A800": 8, "A30": 4}),
+    4: (25.0, 26.562, {"H100": 18, "H200": 18, "H800": 8, "H20": 18, "GH200": 18}),
+    5: (50.0, 53.125, {"B100": 18, "B200": 18, "B300": 18, "GB200": 18, "GB300": 18}),
+}
+"""NVIDIA's published NVLink figures by generation: (data GB/s per link per direction, the rate
+``nvidia-smi nvlink -s`` prints for a link at full speed, links per card by model).
+
+Per link and direction: NVLink1 (P100) 4 links, 160 GB/s both directions in total = 20 GB/s;
+NVLink2 (V100) 6 links, 300 GB/s = 25 GB/s; NVLink3 (A100) 12 links, 600 GB/s = 25 GB/s (A800: 8
+links, 400 GB/s); NVLink4 (H100/H200 SXM) 18 links, 900 GB/s = 25 GB/s (H800: 8 links, 400 GB/s);
+NVLink5 (B200/GB200) 18 links, 1.8 TB/s = 50 GB/s. Sources: NVIDIA Tesla P100 whitepaper (2016),
+Tesla V100 datasheet ("NVLink 300 GB/s"), A100 datasheet and Ampere whitepaper ("12 third-generation
+NVLinks … 600 GB/s"), H100 datasheet and Hopper whitepaper ("18 NVLink 4 links … 900 GB/s"),
+DGX B200 / GB200 datasheets ("1.8 TB/s NVLink bandwidth per GPU"); the per-direction split is the
+one hwloc adopted (open-mpi/hwloc#574: v3 and v4 are 25 GB/s per link and direction, not 50).
+
+``nvidia-smi nvlink -s`` prints the signalling rate, a little above the data rate: V100 25.781
+(8 lanes × 25.78125 Gb/s), A100 25, H100 26.562 (2 lanes × 106.25 Gb/s), GB200 53.125 GB/s
+(seen in Azure/azhpc-diagnostics#73, NVIDIA/nccl-tests#228, NVIDIA/k8s-test-infra#371).
+These are peak link rates, used to read and check link status; the cost model keeps NCCL's own
+effective per-link figures (:data:`NVLINK_GBPS_PER_LINK`: 20.6 GB/s on Hopper, not 25).
+"""
+
+
+def nvlink_generation(model: str | None = None, printed_GBps: float | None = None) -> int | None:
+    """The NVLink generation of a card: from its model name (``"NVIDIA H100 80GB HBM3"`` → 4;
+    longest matching key wins, so GH200 is not read as H20), else from the per-link rate
+    ``nvidia-smi nvlink -s`` printed (within 1 %: 25.781 → 2, 25 → 3, 26.562 → 4); None when
+    neither tells."""
+    if model:
+        upper = model.upper()
+        hits = [(len(k), g) for g, (_, _, cards) in NVLINK_GENERATIONS.items() for k in cards
+                if k in upper]  # fmt: skip
+        if hits:
+            return max(hits)[1]
+    if printed_GBps:
+        for g, (_, signal, _) in NVLINK_GENERATIONS.items():
+            if abs(printed_GBps - signal) <= 0.01 * signal:
+                return g
+    return None
+
+
 PCIE_GBPS_BY_GEN: dict[int, float] = {3: 12.0, 4: 24.0, 5: 48.0, 6: 96.0}
 """Usable GB/s of a PCIe x16 link by generation. Gen3 = 12 is NCCL's PCI_BW (formulas.md §2);
 each later generation doubles the per-lane rate, so the same fraction of it is assumed."""

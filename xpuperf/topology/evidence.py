@@ -37,6 +37,7 @@ import yaml
 
 from xpuperf.errors import InputError
 from xpuperf.findings import Check, CheckStatus, Finding, Severity
+from xpuperf.topology import nvlink_check
 from xpuperf.topology.importers import nvsmi
 from xpuperf.topology.model import Cluster, Node
 
@@ -310,6 +311,12 @@ def _flat_cells(hints: Hints, cluster: Cluster | None) -> tuple[bool, str] | Non
     node = cluster.nodes[0]
     if len(node.devices) < 2 and not node.nics:
         return None
+    if (
+        not node.nics
+        and not node.pcie_switches
+        and not any(lk.kind in ("pcie", "sys") for lk in node.links)
+    ):
+        return None  # only card-to-card fabric links (nvlink -s, an HCCS mesh): no PCIe facts
     switched = bool(node.pcie_switches) or any(d.pcie_switch for d in node.devices)
     what = (
         f"{len(node.pcie_switches)} PCIe switch(es) in the description"
@@ -369,11 +376,15 @@ def vm_flat(hints: Hints, cluster: Cluster | None = None) -> tuple[Check, list[F
 def assess(
     texts: Iterable[tuple[str, str]], cluster: Cluster | None = None
 ) -> tuple[list[Check], list[Finding], Hints]:
-    """Run both checks over ``(source, text)`` pairs and the cluster imported from them."""
+    """Run both checks over ``(source, text)`` pairs and the cluster imported from them, plus
+    ``topology.nvlink_links`` (XP523/XP524, :mod:`xpuperf.topology.nvlink_check`) when one of
+    the texts is ``nvidia-smi nvlink -s`` output."""
+    texts = list(texts)
     hints = Hints()
     for source, text in texts:
         hints.add(scan(text, source))
     models = [d.model for n in (cluster.nodes if cluster else ()) for d in n.devices if d.model]
     c1, f1 = consumer_p2p(hints.gpu_names + models, hints, cluster)
     c2, f2 = vm_flat(hints, cluster)
-    return [c1, c2], f1 + f2, hints
+    c3, f3 = nvlink_check.check(texts)  # only when nvidia-smi nvlink -s output was given
+    return [c1, c2, *c3], f1 + f2 + f3, hints

@@ -15,6 +15,15 @@ nccl-xml       NCCL topology XML (``NCCL_TOPO_FILE``,  cards, NICs with speeds, 
                ``NCCL_TOPO_DUMP_FILE``) (ncclxml)      masks, PCIe switches and generation, NVLink
 rocm-smi       ``rocm-smi --showtopo`` (rocmsmi)       cards, XGMI/PCIe pairs, NUMA node per card
 hccl-ranktable Ascend HCCL rank table JSON (ranktable) servers, devices, device IPs, rank placement
+mx-smi         ``mx-smi topo -m`` (MetaX; mxsmi)       cards, MetaXLink/PCIe/SYS pairs, NUMA node,
+                                                       CPU affinity
+npu-smi-topo   ``npu-smi info -t topo`` (npusmi_topo)  NPUs, HCCS/HCCS_SW/SIO/PCIe/SYS pairs, CPU
+                                                       affinity
+nvidia-smi-    ``nvidia-smi nvlink -s`` (nvlinks)      cards and models; per-link rate and
+nvlink                                                 inactive links (checked: XP523/XP524)
+lstopo         hwloc ``lstopo`` text (lstopo)          NUMA nodes (CPUs, memory), cards and NICs
+                                                       under host bridges, PCIe switches
+nccl-graph     ``NCCL_GRAPH_DUMP_FILE`` (ncclgraph)    refused: a graph dump, not a topology
 ============== ======================================= =============================================
 
 :func:`import_topology` sniffs each file (one file may hold several outputs, e.g. ``lscpu`` and
@@ -34,9 +43,14 @@ from types import ModuleType
 from xpuperf.errors import InputError
 from xpuperf.topology.importers import (
     lscpu,
+    lstopo,
+    mxsmi,
+    ncclgraph,
     ncclxml,
     npusmi,
+    npusmi_topo,
     numactl,
+    nvlinks,
     nvsmi,
     ranktable,
     rocmsmi,
@@ -45,9 +59,9 @@ from xpuperf.topology.importers.assemble import to_cluster
 from xpuperf.topology.importers.base import Imported, merge
 from xpuperf.topology.model import Cluster
 
-IMPORTERS: dict[str, ModuleType] = {
-    m.NAME: m for m in (nvsmi, numactl, lscpu, npusmi, ncclxml, rocmsmi, ranktable)
-}
+_ORDER = (nvsmi, numactl, lscpu, npusmi, ncclxml, rocmsmi, ranktable, mxsmi, npusmi_topo, nvlinks,
+          lstopo, ncclgraph)  # fmt: skip
+IMPORTERS: dict[str, ModuleType] = {m.NAME: m for m in _ORDER}
 """Importer modules by name, in sniffing order."""
 
 
@@ -106,8 +120,9 @@ def parse_text(text: str, source: str = "<text>") -> Imported:
     if not names:
         raise InputError(
             "not a topology format xpuperf can import; expected one of: "
-            "nvidia-smi topo -m, numactl -H, lscpu, npu-smi info, NCCL topology XML, "
-            "rocm-smi --showtopo, HCCL rank table JSON",
+            "nvidia-smi topo -m, nvidia-smi nvlink -s, numactl -H, lscpu, lstopo, npu-smi info "
+            "[-t topo], mx-smi topo -m, NCCL topology XML, rocm-smi --showtopo, HCCL rank table "
+            "JSON",
             source,
         )
     try:

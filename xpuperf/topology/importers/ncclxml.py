@@ -26,7 +26,8 @@ id) with speed in Gb/s, NUMA node and switch; each NUMA node's CPUs from the mas
 from ``link_speed`` (2.5/5/8/16/32/64 GT/s → Gen1–6); NVLink peers and counts (an NVSwitch target,
 class 0x068000, links every card that reaches it; a card whose ``nvlink target`` is its own bus id,
 a VM artefact, gets no peer). Pairs without NVLink are ``pcie`` on one NUMA node, ``sys`` across.
-Each card's NIC is one under its switch, else on its NUMA node, else any (ties spread in blocks).
+Each card's NIC is one under its switch, else on its NUMA node (ties spread in blocks), else the
+host's only NIC; with several NICs and none near, it stays unknown (never guessed).
 
 Errors: :class:`~xpuperf.errors.InputError` for XML that does not parse (with line), a root other
 than ``<system>``, bad attributes, or a DOCTYPE/ENTITY declaration (refused for safety: entity
@@ -182,20 +183,38 @@ def _cards(host: HostFacts, gpus: list[dict], nics: list[NicFacts], path: str, n
             na, nb = host.devices[a].numa_node, host.devices[b].numa_node
             if key not in host.links and na is not None and nb is not None:
                 host.add_link(Link(key[0], key[1], "pcie" if na == nb else "sys"))
-    _assign_nics(host, sorted(devs), list(host.nics.values()))
+    _assign_nics(host, sorted(devs), list(host.nics.values()), notes, path)
 
 
-def _assign_nics(host: HostFacts, devs: list[int], nics: list[NicFacts]) -> None:
-    """Nearest NIC per card: same switch, else same NUMA node, else any; ties in blocks."""
+def _assign_nics(
+    host: HostFacts,
+    devs: list[int],
+    nics: list[NicFacts],
+    notes: list[str] | None = None,
+    source: str = "",
+) -> None:
+    """Nearest NIC per card: same switch, else same NUMA node (ties spread in blocks); the host's
+    only NIC when it has one; else unknown (None, with a note): a NIC is never invented."""
     if not nics:
         return
     by_cands: dict[tuple[str, ...], list[int]] = {}
+    unknown = []
     for d in devs:
         dev = host.devices[d]
         cands = [n for n in nics if dev.pcie_switch and n.pcie_switch == dev.pcie_switch]
         if not cands and dev.numa_node is not None:
             cands = [n for n in nics if n.numa_node == dev.numa_node]
+        if not cands and len(nics) > 1:
+            unknown.append(d)
+            continue
         by_cands.setdefault(tuple(n.name for n in cands or nics), []).append(d)
     for names, cards in by_cands.items():
         for j, c in enumerate(cards):
             host.devices[c].nic = names[j * len(names) // len(cards)]
+    if unknown and notes is not None:
+        from xpuperf.topology.build import format_cpus
+
+        notes.append(
+            f"{source}: cards {format_cpus(unknown)}: no NIC under their PCIe switch or on their "
+            f"NUMA node among {len(nics)} NICs; NIC left unknown (not guessed)"
+        )

@@ -13,9 +13,10 @@ are skipped.
 Extracted per card: NVLink count to each peer (link ``nvlink``, ``count`` = #), ``pcie`` for
 PIX/PXB/PHB/NODE pairs, ``sys`` for SYS pairs; CPU affinity; NUMA node; the nearest NIC (PIX best,
 then PXB, PHB, NODE, SYS; cards with the same best NICs are spread over them in contiguous
-blocks); PCIe switches as groups of devices joined by PIX. The ``GPU NUMA ID`` column (the card's
-own memory node on Grace systems) is not the host affinity and is ignored. NIC speeds are not
-printed by this tool (null).
+blocks, unless the best are several NICs all at SYS: then the card's NIC stays unknown); PCIe
+switches as groups of devices joined by PIX. The ``GPU NUMA ID`` column (the card's own memory
+node on Grace systems) is not the host affinity and is ignored. NIC speeds are not printed by
+this tool (null). The table ends at a blank line, ``Legend:``, ``NIC Legend:`` or a ``#`` line.
 
 Errors: :class:`~xpuperf.errors.InputError` with the file and line when the table is missing,
 a row has the wrong number of cells, or a cell is none of the codes above.
@@ -39,12 +40,17 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _HEADER = re.compile(r"^[ \t]+GPU0(?:[ \t]|$)", re.M)
 _ROW = re.compile(r"^GPU0[ \t]+X(?:[ \t]|$)", re.M)
 _NV = re.compile(r"^NV(\d+)$")
+_END = re.compile(r"^\s*(#|(NIC )?Legend\b)")
+"""A line that ends the table: the legends, or a comment pasted after it."""
 
 
 def sniff(text: str) -> bool:
-    """True for ``nvidia-smi topo -m`` output: a header starting with GPU0 and a GPU0 row."""
+    """True for ``nvidia-smi topo -m`` output: a header starting with GPU0 and a GPU0 row (and
+    not MetaX's ``mx-smi topo -m``, which has the same shape)."""
+    from xpuperf.topology.importers import mxsmi
+
     text = _ANSI.sub("", text)
-    return bool(_HEADER.search(text) and _ROW.search(text))
+    return bool(_HEADER.search(text) and _ROW.search(text)) and not mxsmi.sniff(text)
 
 
 def _cells(line: str, n: int, path: str, lineno: int) -> tuple[str, list[str], list[str]]:
@@ -86,7 +92,7 @@ def _table(text: str, source: str) -> tuple:
     rows: dict[str, tuple[list[str], int, str, list[str]]] = {}
     for k in range(start + 1, len(lines)):
         line = lines[k]
-        if not line.strip() or line.strip().startswith("Legend"):
+        if not line.strip() or _END.match(line):
             break
         label, cells, tail = _cells(line.rstrip(), n, source, k + 1)
         if label not in matrix:
@@ -230,7 +236,9 @@ def _nearest_nics(
     code: dict[tuple[str, str], str],
     legend: dict[str, str],
 ) -> None:
-    """Each card's nearest NIC; ties spread in contiguous blocks; NICs learn their near cards."""
+    """Each card's nearest NIC; ties spread in contiguous blocks, except ties of several NICs
+    all across the socket (SYS), which leave the card's NIC unknown; NICs learn their near
+    cards."""
     if not nics:
         return
     by_cands: dict[tuple[str, ...], list[int]] = {}
@@ -239,6 +247,8 @@ def _nearest_nics(
         cands = tuple(c for c in nics if _dist(code[(g, c)]) == best)
         by_cands.setdefault(cands, []).append(int(g[3:]))
     for cands, cards in by_cands.items():
+        if len(cands) > 1 and _dist(code[(f"GPU{cards[0]}", cands[0])]) >= RANK["SYS"]:
+            continue  # several NICs, all across the socket: the table does not say which
         for j, card in enumerate(cards):
             host.device(card).nic = legend.get(c := cands[j * len(cands) // len(cards)], c)
     for c in nics:
