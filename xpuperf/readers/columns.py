@@ -57,7 +57,7 @@ tokens         tokens, num_tokens, n_tokens, ntokens, tokens_per_step, step_toke
 mfu            mfu, model_flops_utilization, model_flop_utilization
 data_s         data, data_time, data_wait, data_wait_time, reader_cost, data_cost, reader_time,
                dataloader, dataloader_time, data_load, data_load_time, data_loading, input_time,
-               input_wait, load_time, io_time
+               input_wait, load_time, io_time, batch_generator, batch_generator_time
 forward_s      forward, fwd, forward_time, fwd_time, forward_pass, forward_compute
 backward_s     backward, bwd, backward_time, bwd_time, backward_pass, backward_compute
 comm_s         comm, communication, allreduce, all_reduce, comm_time, communication_time,
@@ -147,6 +147,9 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "data_cost",  # PaddleDetection / PaddleVideo callbacks 'data_cost: 0.0101'
         "reader_time", "dataloader", "dataloader_time", "data_load", "data_load_time",
         "data_loading", "input_time", "input_wait", "load_time", "io_time",
+        # Megatron-LM / GPT-NeoX timer 'batch-generator' (get_batch: the wait for the data
+        # iterator) and its TensorBoard scalar 'batch-generator-time' (Timers.write, seconds)
+        "batch_generator", "batch_generator_time",
     ),
     "forward_s": (
         "forward", "fwd", "forward_time", "fwd_time", "forward_pass", "forward_compute",
