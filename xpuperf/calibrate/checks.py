@@ -44,7 +44,7 @@ INTRA_CAUSES = (
 def _label(fit: Fit) -> str:
     nodes = "?" if fit.nodes is None else fit.nodes
     ranks = "?" if fit.ranks is None else fit.ranks
-    files = ", ".join(Path(s).name for s in fit.sources)
+    files = fit.run or ", ".join(Path(s).name for s in fit.sources)  # run: file:line
     return f"{fit.collective} on {ranks} ranks / {nodes} nodes ({files})"
 
 

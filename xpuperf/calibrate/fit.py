@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from xpuperf.calibrate.nccltests import bus_factor
+from xpuperf.calibrate.sweep import collapsed_times
 
 MIB = 1 << 20
 F_SCALE = 0.05  # relative residual treated as "inlier" by soft_l1
@@ -67,7 +68,8 @@ class Fit:
     ``table``: the run (result table, numbered over all files) the fit comes from, None when
     runs were pooled (``--pool``); ``tool``, ``run`` (``file:line`` of the table) and ``hosts``
     are filled in by :func:`~.run.calibrate_files`. ``excluded``: sizes left out of the fit
-    because their busbw collapsed (:mod:`.sweep`), None when none were.
+    because their busbw collapsed (:mod:`.sweep`; columns size_bytes, measured_busbw_GBps,
+    neighbour_busbw_GBps, fitted_busbw_GBps), None when none were.
     """
 
     collective: str
@@ -274,9 +276,10 @@ def fit_frame(
             result table of one file; the caller numbers tables over all files) is fitted on
             its own — two runs in one file are never pooled.
 
-    Sizes of 0 bytes and rows without a time are left out. Groups where fewer than 2 sizes
-    remain are skipped (the caller reports them). ``bus_factor`` comes from §3 when ranks are
-    known, else from the measured busbw/algbw ratio.
+    Sizes of 0 bytes and rows without a time are left out, and so are sizes whose busbw
+    collapsed mid-sweep (:mod:`.sweep`, XP611; kept in ``Fit.excluded``). Groups where fewer
+    than 2 sizes remain are skipped (the caller reports them). ``bus_factor`` comes from §3
+    when ranks are known, else from the measured busbw/algbw ratio.
     """
     if measurement not in ("out-of-place", "in-place", "best"):
         raise ValueError(f"measurement must be out-of-place, in-place or best, not {measurement!r}")
@@ -299,6 +302,12 @@ def fit_frame(
         if factor <= 0:
             continue
         sizes = g["size_bytes"].to_numpy(dtype=float)
+        ex = collapsed_times(sizes, t.to_numpy(dtype=float), factor)
+        if not ex.empty and g["size_bytes"].nunique() - len(ex) >= 2:  # XP611: fit without them
+            keep = ~g["size_bytes"].isin(ex["size_bytes"]).to_numpy()
+            g, t, sizes = g[keep], t[keep], sizes[keep]
+        else:
+            ex = ex.iloc[:0]
         p, k, (res, scale), uniq, pred_t = fit_group(
             sizes, t.to_numpy(dtype=float), factor, max_lines=max_lines
         )
@@ -318,6 +327,9 @@ def fit_frame(
             sorted(set(g["source"].astype(str))),
         )
         fit.table = table
+        if not ex.empty:
+            x = factor * ex["size_bytes"].to_numpy(float)
+            fit.excluded = ex.assign(fitted_busbw_GBps=x / (_model(p, x) * 1e3))
         fits.append(fit)
     return fits
 

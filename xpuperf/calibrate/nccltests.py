@@ -9,9 +9,11 @@ Accepted layouts (nccl-tests ``src/common.cu`` ``print_header``/``print_line_hea
 The header line is read to learn the columns, so any mix of these works. Lines may carry an
 OpenMPI ``[1,R]<stdout>:`` tag, an ``srun -l`` ``N:`` prefix or an ISO-8601 timestamp; NCCL INFO
 lines, ``Launch mode`` lines and other noise may sit inside the table. A ``#`` preamble with
-per-rank ``Rank N [Group G] Pid P on HOST device D [BUS] NAME`` lines gives ranks and hosts; without
-it the rank count is recovered from busbw/algbw (§3 of docs/formulas.md) and ``nodes`` stays
-unknown. A row cut mid-way keeps its out-of-place half when that half is complete.
+per-rank ``Rank N [Group G] [Pid P] on HOST device D [BUS] NAME`` lines gives ranks and hosts
+(also when abbreviated with ``...``: :mod:`.ranks`); without it the rank count is recovered
+from busbw/algbw (§3 of docs/formulas.md) and ``nodes`` stays unknown. Each ``# nThread``
+header, a launcher line or a ``# Rank`` list after a finished table starts a new run. A row
+cut mid-way keeps its out-of-place half when that half is complete.
 
 Output: :func:`read_nccl_tests` → :class:`NcclTestsResult` whose ``frame`` has one row per
 message size and table, columns (units in names):
@@ -48,7 +50,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from xpuperf.calibrate import ranks as rank_list
 from xpuperf.calibrate.infer import COLLECTIVES, DTYPE_BYTES, PERF_RE, bus_factor, finish_table
+from xpuperf.calibrate.launch import Launch
+from xpuperf.calibrate.ranks import RankList
 from xpuperf.errors import InputError
 
 __all__ = [
@@ -91,11 +96,12 @@ _PREFIXES = (
     re.compile(r"^\s*\d+:\s"),  # srun -l
 )
 _RANK_RE = re.compile(
-    r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
+    r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+(\d+)\s+)?on\s+(\S+)\s+device\s+(\d+)"
     r"\s+\[([^\]]*)\]\s*(.*)$"  # matched on stripped lines; `(.*?)\s*$` is quadratic
 )
 _AVG_RE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([-+0-9.eE]+|nan|inf)", re.IGNORECASE)
 _OOB_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(\w+)?")
+_ELLIPSIS_RE = re.compile(r"^\s*(?:\.{3,}|…|\[\s*(?:\.{3,}|…)\s*\])\s*$")
 _VERSION_RE = re.compile(r"^#\s*nccl-tests version\s+(\S+)")
 _NCCL_VERSION_RE = re.compile(r"\bNCCL version\s+(\S+)")
 
@@ -131,7 +137,9 @@ class TableInfo:
             ``"ranks per node"`` (ranks / the first host's rank count, or a launch option),
             ``"hosts"`` (the launcher's host list); empty when unknown.
         rank_lines: ``# Rank`` lines present; abbreviated: the list was cut (``...``, or rank
-            ids with gaps), so the count came from elsewhere (:mod:`.ranks`).
+            ids with gaps), so the count came from elsewhere (:mod:`.ranks`); ranks_min: the
+            count is at least this (a list elided at its end), ranks_per_node: ranks of one host
+            block seen whole in an abbreviated list (nodes = ranks ÷ it).
     """
 
     collective: str = ""
@@ -152,6 +160,8 @@ class TableInfo:
     nodes_source: str = ""
     rank_lines: int = 0
     abbreviated: bool = False
+    ranks_min: int | None = None
+    ranks_per_node: int | None = None
 
 
 @dataclass
@@ -165,8 +175,8 @@ class NcclTestsResult:
 
 @dataclass
 class _Preamble:
-    ranks: dict[int, tuple[str, str]] = field(default_factory=dict)  # rank -> (host, device)
-    duplicate_ranks: int = 0
+    rl: RankList = field(default_factory=RankList)  # the '# Rank' lines and '# nThread' header
+    launch: Launch | None = None  # the launcher line echoed before the table, if any
     collective: str | None = None
     collective_source: str = ""
     version: str | None = None
@@ -232,19 +242,20 @@ def read_nccl_tests(
             body = s[1:].split()
             vm = _VERSION_RE.match(s)
             if vm or s.startswith("# nThread"):
-                if table is not None or pre.ranks:  # a new run starts
-                    pre, table, layout = _Preamble(), None, None
+                if table is not None or pre.rl.ranks or pre.rl.per_process:  # a new run starts
+                    keep = pre.launch if table is None else None
+                    pre, table, layout = _Preamble(launch=keep), None, None
                 if vm:
                     pre.version = vm.group(1)
+                pre.rl.header(s)
             if m := re.match(r"^#\s*Collective test starting:\s*(\w+)", s):
                 name = m.group(1).removesuffix("_perf")
                 if name in COLLECTIVES:
                     pre.collective, pre.collective_source = name, "banner"
             elif m := _RANK_RE.match(s):
-                rank = int(m.group(1))
-                if rank in pre.ranks:
-                    pre.duplicate_ranks += 1
-                pre.ranks.setdefault(rank, (m.group(3), m.group(6)))
+                if table is not None:  # a preamble after a table: the next run, no header
+                    pre, table, layout = _Preamble(), None, None
+                pre.rl.add(int(m.group(1)), m.group(3), m.group(6), int(m.group(4)))
             elif "size" in body and "time" in body and "busbw" in body:
                 layout = _layout(body)
                 table = _new_table(pre, layout, lineno, nccl_version)
@@ -254,10 +265,21 @@ def read_nccl_tests(
                 layout = None  # the table is over
             elif table is not None and (m := _OOB_RE.match(s)):
                 table.out_of_bounds = int(m.group(1))
+            elif table is None:
+                pre.rl.other(s)  # a rank line cut short, or '# ...' eliding ranks
             continue
         if layout is None or table is None:
             if (m := PERF_RE.search(s)) and pre.collective_source != "banner":
                 pre.collective, pre.collective_source = m.group(1), "command"
+            if table is None and _ELLIPSIS_RE.match(s):
+                pre.rl.other(s)  # the tool's cut landing at a line start: a bare '...'
+                continue
+            launch = pre.launch if table is None and pre.launch is not None else Launch()
+            launch.update(s, lineno)
+            if launch.line is not None:  # an echoed mpirun/srun line: this run's or the next's
+                if table is not None:  # after a finished table: the next run starts here
+                    pre, table = _Preamble(), None
+                pre.launch = launch
             continue
         toks = s.split()
         if not (toks[0].isdigit() and len(toks) > 1 and toks[1].isdigit()):
@@ -309,6 +331,7 @@ def build_result(
     for i, t in enumerate(tables):
         sub = frame.index[frame["table"] == i]
         finish_table(t, frame.loc[sub], collective, Path(path).name, warnings, path)
+        rank_list.after_ratio(t, warnings, path)
         frame.loc[sub, "collective"] = t.collective
         frame.loc[sub, "ranks"] = t.ranks if t.ranks is not None else pd.NA
         frame.loc[sub, "nodes"] = t.nodes if t.nodes is not None else pd.NA
@@ -335,12 +358,7 @@ def _new_table(
 ) -> TableInfo:
     t = TableInfo(header_line=lineno, nccl_tests_version=pre.version, nccl_version=nccl_version)
     t.collective, t.collective_source = pre.collective or "", pre.collective_source
-    if pre.ranks:
-        order = [pre.ranks[r] for r in sorted(pre.ranks)]
-        t.ranks, t.ranks_source = len(pre.ranks), "preamble"
-        t.hosts = list(dict.fromkeys(h for h, _ in order))
-        t.nodes = len(t.hosts)
-        t.devices = list(dict.fromkeys(d for _, d in order))
+    rank_list.settle(t, pre.rl, pre.launch)
     t.check_kind = layout[3]
     return t
 

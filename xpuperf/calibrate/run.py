@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from xpuperf.calibrate import checks, single
+from xpuperf.calibrate import checks, runs, single, sweep
 from xpuperf.calibrate.fit import MAX_LINES, Fit, fit_frame
 from xpuperf.calibrate.hccldemo import is_hccl_demo, read_hccl_demo
 from xpuperf.calibrate.nccllog import has_nccl_lines
@@ -160,7 +160,8 @@ def calibrate_files(
         wrongs.append(float(wrong) if t.check_kind == "#wrong" else 0.0)
         findings += checks.table_findings(path, t, wrongs[-1])
     for fit in fits:
-        findings += checks.fit_findings(fit)
+        findings += checks.fit_findings(fit) + sweep.findings(fit)  # XP611: collapsed sizes
+    findings += runs.run_findings(tables, fits)  # XP612 several runs in a file, XP610 spread
     result = CalibrationResult(fits, tables, frame, [], warnings, measurement)
     result.measurements, result.link, result.wrong = measurements, link, wrongs
     for f in files:  # NCCL_DEBUG=INFO lines around the tables (corpus 16, 19): XP650–XP659
@@ -187,6 +188,8 @@ def _finish(result: CalibrationResult, cluster: Cluster | None) -> None:
             found += checks.link_findings(fit, result.link)
     out = checks.fit_checks(result.fits, found, cluster, result.link) if result.fits else []
     out.append(checks.wrong_check(result.tables, result.wrong))
+    out.append(runs.run_check(result.fits, found))
+    out.append(sweep.check(result.fits, found))
     for m in result.measurements:
         link = result.link
         if cluster is not None and (got := checks.ceiling(m, cluster)) is not None:

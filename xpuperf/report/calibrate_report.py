@@ -83,7 +83,27 @@ def _fit_core(fit: Fit, sig: int | None) -> dict[str, Any]:
             k: _num(v, sig) if not isinstance(v, bool) else v for k, v in fit.accuracy().items()
         },
         "sources": fit.sources,
+        "run": fit.run or None,
+        "tool": fit.tool,
+        "hosts": fit.hosts,
+        "excluded": _excluded(fit, sig),
     }
+
+
+def _excluded(fit: Fit, sig: int | None) -> list[dict[str, Any]]:
+    """Sizes left out of the fit because busbw collapsed there (XP611), [] when none."""
+    ex = getattr(fit, "excluded", None)
+    if ex is None:
+        return []
+    return [
+        {
+            "size_bytes": int(r.size_bytes),
+            "measured_busbw_GBps": _num(r.measured_busbw_GBps, sig),
+            "neighbour_busbw_GBps": _num(r.neighbour_busbw_GBps, sig),
+            "fitted_busbw_GBps": _num(r.fitted_busbw_GBps, sig),
+        }
+        for r in ex.itertuples()
+    ]
 
 
 def to_json_dict(result: CalibrationResult) -> dict[str, Any]:
@@ -252,6 +272,11 @@ def _measurements_table(result: CalibrationResult, console: Console) -> None:
 
 def _fits_table(result: CalibrationResult, console: Console) -> None:
     table = Table(title=f"xpuperf calibrate ({result.measurement} timings)", title_justify="left")
+    paths = [p for p, _ in result.tables]
+    keys = [(f.collective, f.ranks, f.nodes) for f in result.fits]
+    show_run = len(paths) != len(set(paths)) or len(keys) != len(set(keys))
+    if show_run:  # several runs in a file, or one configuration twice: say which run
+        table.add_column("run (file:line)", no_wrap=True)
     table.add_column("collective", no_wrap=True)
     for col in ("ranks", "nodes", "lat µs", "busbw GB/s", "lines", "LOO bw", "LOO lat", "ok"):
         table.add_column(col, justify="right")
@@ -260,6 +285,7 @@ def _fits_table(result: CalibrationResult, console: Console) -> None:
         lat = f"{f.latency_us:.3g}" + ("" if f.latency_floor_observed else "*")
         ok = acc["meets_target"]
         table.add_row(
+            *([f.run or "pooled"] if show_run else []),
             f.collective,
             str(f.ranks if f.ranks is not None else "?"),
             str(f.nodes if f.nodes is not None else "?"),

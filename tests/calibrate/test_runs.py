@@ -1,0 +1,123 @@
+"""Several benchmark runs in one file: read apart, fitted apart, compared (XP612, XP610).
+
+Sample: tests/data/calibrate_runs (README there: the model each run was written from).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xpuperf.calibrate import calibrate_files
+from xpuperf.calibrate.nccltests import read_nccl_tests
+from xpuperf.findings import CheckStatus
+from xpuperf.report.calibrate_report import to_json_dict
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "calibrate_runs"
+THREE = DATA / "all_reduce_8_16_16_three_runs.txt"
+
+
+def _check(result, name):
+    return next(c for c in result.checks if c.name == name)
+
+
+def test_three_runs_read_apart_with_their_hosts():
+    res = read_nccl_tests(THREE)
+    got = [(t.header_line, t.ranks, t.nodes, t.hosts, t.rows) for t in res.tables]
+    assert got == [
+        (15, 8, 1, ["node-a"], 21),
+        (63, 16, 2, ["node-a", "node-b"], 21),
+        (111, 16, 2, ["node-a", "node-c"], 21),
+    ]
+    big = res.frame[res.frame["size_bytes"] == 1 << 30]
+    # as printed: run 1 t = 12 + 1.75·2^30/360e3 = 5231.6 µs, busbw 359.17;
+    # run 2 t = 45 + 1.875·2^30/48e3 = 41988 µs, busbw 2^30/41988e3 · 1.875 = 47.95;
+    # run 3 t = 45 + 1.875·2^30/30e3 = 67154 µs, busbw 29.98
+    assert list(big["time_us"]) == [5231.6, 41988.0, 67154.0]
+    assert list(big["busbw_GBps"]) == [359.17, 47.95, 29.98]
+    assert pytest.approx(47.95, abs=0.005) == 1.875 * (1 << 30) / 41988e3
+
+
+def test_each_run_is_its_own_fit_never_pooled():
+    res = calibrate_files([THREE])
+    fits = [(f.run, f.ranks, f.nodes, f.hosts) for f in res.fits]
+    assert fits == [
+        ("all_reduce_8_16_16_three_runs.txt:15", 8, 1, ["node-a"]),
+        ("all_reduce_8_16_16_three_runs.txt:63", 16, 2, ["node-a", "node-b"]),
+        ("all_reduce_8_16_16_three_runs.txt:111", 16, 2, ["node-a", "node-c"]),
+    ]
+    # the model each run was written from: α 12 µs / 360 GB/s, 45 µs / 48, 45 µs / 30 (±1 %)
+    for fit, (lat, bw) in zip(res.fits, [(12, 360), (45, 48), (45, 30)], strict=True):
+        assert fit.busbw_GBps == pytest.approx(bw, rel=0.01)
+        assert fit.latency_us == pytest.approx(lat, rel=0.02)
+    pooled = calibrate_files([THREE], pool=True)
+    assert [(f.ranks, f.run) for f in pooled.fits] == [(8, ""), (16, "")]
+    assert 30 < pooled.fits[1].busbw_GBps < 48  # pooling mixes the two fabrics: why it is opt-in
+
+
+def test_xp612_lists_the_runs_and_what_differs():
+    res = calibrate_files([THREE])
+    (f,) = [f for f in res.findings if f.code == "XP612"]
+    assert f.data["runs"] == [15, 63, 111]
+    assert "holds 3 runs, each fitted on its own" in f.message
+    assert "[differs from run 1: ranks 8 → 16; nodes 1 → 2; hosts +node-b]" in f.message
+    assert "hosts +node-c]" in f.message
+
+
+def test_xp610_same_configuration_different_plateaus_names_the_new_host():
+    res = calibrate_files([THREE])
+    (f,) = [f for f in res.findings if f.code == "XP610"]
+    assert (f.data["ranks"], f.data["nodes"]) == (16, 2)
+    # 1 − 30/48 = 0.375 from the model; the fits give the same within 1 %
+    assert f.data["spread"] == pytest.approx(0.375, abs=0.01)
+    assert "threshold 10%" in f.message
+    assert "(node-c)" in f.message
+    assert "do not average the runs" in f.message
+    check = _check(res, "calibrate.run_consistency")
+    assert (check.status, check.codes) == (CheckStatus.PROBLEM, ("XP610",))
+
+
+def test_json_fits_say_which_run_tool_and_hosts():
+    doc = to_json_dict(calibrate_files([THREE]))
+    assert [(f["run"], f["tool"], f["hosts"], f["excluded"]) for f in doc["fits"]][2] == (
+        "all_reduce_8_16_16_three_runs.txt:111",
+        "nccl-tests",
+        ["node-a", "node-c"],
+        [],
+    )
+
+
+def test_runs_that_agree_are_clean_and_a_single_run_is_not_checked(tmp_path):
+    text = THREE.read_text().splitlines(keepends=True)
+    run2 = "".join(text[text.index(next(x for x in text if "-np 16" in x)) :][:48])
+    p = tmp_path / "twice.txt"
+    p.write_text(run2 + run2)  # the same run twice: plateaus equal
+    res = calibrate_files([p])
+    assert [f.run for f in res.fits] == ["twice.txt:23", "twice.txt:71"]
+    assert _check(res, "calibrate.run_consistency").status == CheckStatus.CLEAN
+    xp612 = next(f for f in res.findings if f.code == "XP612")
+    assert "[same configuration as run 1]" in xp612.message
+    one = tmp_path / "one.txt"
+    one.write_text(run2)
+    single = calibrate_files([one])
+    assert not [f for f in single.findings if f.code in ("XP610", "XP612")]
+    assert _check(single, "calibrate.run_consistency").status == CheckStatus.NOT_CHECKED
+
+
+def test_a_rank_preamble_after_a_table_starts_the_next_run(tmp_path):
+    text = THREE.read_text()
+    # the second and third runs' '# nThread' headers and launch lines dropped
+    kept = [
+        ln
+        for i, ln in enumerate(text.splitlines(keepends=True))
+        if i < 3 or not (ln.startswith(("# nThread", "$ mpirun", "# Using")))
+    ]
+    p = tmp_path / "no_headers.txt"
+    p.write_text("".join(kept))
+    res = read_nccl_tests(p)
+    assert [(t.ranks, t.hosts) for t in res.tables] == [
+        (8, ["node-a"]),
+        (16, ["node-a", "node-b"]),
+        (16, ["node-a", "node-c"]),
+    ]
