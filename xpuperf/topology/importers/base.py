@@ -144,8 +144,16 @@ def _merge_obj(old: Any, new: Any, what: str, a: HostFacts, b: HostFacts) -> Any
     return type(old)(**out)
 
 
+PATH_KINDS = frozenset({"pcie", "sys"})
+"""Link kinds that name the PCIe path between two cards rather than a direct link: tools that
+see only the PCIe tree (lstopo, NCCL XML without ``<nvlink>``) report them for pairs another tool
+(``nvidia-smi topo -m``) shows joined by NVLink; the direct link wins the merge."""
+
+
 def merge_hosts(a: HostFacts, b: HostFacts) -> HostFacts:
-    """Combine what two files say about the same host (see the module docstring).
+    """Combine what two files say about the same host (see the module docstring). A card pair
+    that one file links directly (nvlink, xgmi, hccs, other) and another only by its PCIe path
+    (pcie, sys) keeps the direct link.
 
     Raises:
         InputError: the files disagree on a fact (a card's NUMA node, a NUMA node's CPUs, a link
@@ -163,6 +171,13 @@ def merge_hosts(a: HostFacts, b: HostFacts) -> HostFacts:
                 dest[key] = mine.get(key) or theirs[key]
     for key in sorted(set(a.links) | set(b.links)):
         la, lb = a.links.get(key), b.links.get(key)
+        if (
+            la is not None
+            and lb is not None
+            and {la.kind, lb.kind} & PATH_KINDS
+            and (la.kind not in PATH_KINDS or lb.kind not in PATH_KINDS)
+        ):  # a direct link (nvlink …) from one file beats the PCIe path another file saw
+            la = lb = la if la.kind not in PATH_KINDS else lb
         if la is not None and lb is not None and (la.kind, la.count) != (lb.kind, lb.count):
             raise InputError(
                 f"cards {key[0]} and {key[1]}: link {_link(la)} in one file and {_link(lb)} in "
