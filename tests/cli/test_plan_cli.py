@@ -55,12 +55,13 @@ def test_no_arguments_runs_the_bundled_1024_card_example(capsys) -> None:
     big = {f["lever"] for f in doc["fixes"] if f["gain"] >= 0.02}
     # one loader worker takes the 0.12 s batch off the step (only the copy stays): best fix,
     # 0.4 / step → 0.4 / (step − 0.12), below 1.0
-    workers = doc["fixes"][0]
-    assert workers["lever"] == "workers"
+    workers = next(f for f in doc["fixes"] if f["lever"] == "workers")
     assert workers["speedup_before"] == pytest.approx(0.4 / last["step_time_s"])
     assert workers["speedup_after"] == pytest.approx(0.4 / (last["step_time_s"] - 0.12))
     assert all(f["speedup_after"] < 1.0 for f in doc["fixes"])
-    assert {"workers", "fp16-allreduce", "nic-per-card", "algorithm", "bucket"} <= big
+    # NCCL's own pick (tree at 1024) is the headline; hd is a fix that needs another library
+    assert {"workers", "fp16-allreduce", "algorithm", "bucket"} <= big
+    assert last["algorithm"] == "nccl:tree"
     assert "numa-binding" in {f["lever"] for f in doc["fixes"]}
     assert any("example input" in n for n in doc["notes"])
     # the configuration fixes together: workers and buckets, never fp16 (math) or NICs (hardware)

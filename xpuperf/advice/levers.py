@@ -88,11 +88,12 @@ def _algorithm(planner: Planner, cards: int, s: Settings, base: Point) -> list[F
     algos = comm.candidates(planner.cluster)
     flat = [a for a in algos if not a.startswith("2d")]
     two_d = [a for a in algos if a.startswith("2d")]
-    if s.algorithm == "auto":  # the plan already assumes the best: compare with NCCL's default
-        before = planner.point(cards, replace(s, algorithm="nccl"))
+    # the plan turns "auto" into NCCL's pick (advice/plan.py); a direct caller may not have
+    before = planner.point(cards, replace(s, algorithm="nccl")) if s.algorithm == "auto" else base
+    if before.algorithm.startswith("nccl:"):
         now = f"NCCL's own tuning picks {before.algorithm.removeprefix('nccl:')} for these buckets"
     else:
-        before, now = base, f"today: {s.algorithm}"
+        now = f"today: {s.algorithm}"
     current_2d = (s.algorithm if s.algorithm != "auto" else base.algorithm).startswith("2d")
     fixes = []
     pf, af, sf = _best(planner, cards, [(a, replace(s, algorithm=a)) for a in flat])

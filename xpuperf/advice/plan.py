@@ -71,13 +71,14 @@ def make_plan(
 ) -> PlanResult:
     """Estimate ``workload`` on ``cluster`` for ``cards`` and rank fixes at ``target_cards``
     (default the largest count); with a measured ``ladder`` also the calibrated forecast
-    (:mod:`xpuperf.advice.forecast`) and the fixes re-scored on it; then ``algorithm="auto"`` is
-    the library's own choice (:data:`LIBRARY_ALGORITHM`: the ladder ran it). Raises
+    (:mod:`xpuperf.advice.forecast`) and the fixes re-scored on it. ``algorithm="auto"`` is the
+    library's own choice (:data:`LIBRARY_ALGORITHM`): the headline is what the job runs today;
+    other algorithms are fixes. Raises
     :class:`~xpuperf.costmodel.checks.CostModelError` for bad inputs and
     :class:`~xpuperf.errors.InputError` for a ladder that cannot support the forecast."""
     s = settings or Settings()
-    if ladder is not None and s.algorithm == "auto":
-        s = replace(s, algorithm=LIBRARY_ALGORITHM)  # the ladder ran the library's choice
+    if s.algorithm == "auto":
+        s = replace(s, algorithm=LIBRARY_ALGORITHM)  # what the library runs today
     planner = Planner(cluster, workload, step_time_s, batch_size, calibration)
     est = planner.estimate(cards, s)
     target = max(p.cards for p in est.points) if target_cards is None else target_cards

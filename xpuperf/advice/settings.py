@@ -39,12 +39,15 @@ _ALGO_SETTINGS = {
         "broadcast; e.g. a two-level communicator in a DDP comm hook)"
     ),
     "hd": (
-        "recursive halving-doubling (Open MPI: --mca coll_tuned_use_dynamic_rules 1 "
-        "--mca coll_tuned_allreduce_algorithm 6)"
+        "recursive halving-doubling — NCCL has none: needs a library that runs it (Open MPI: "
+        "--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 6)"
     ),
-    "hdrm": "halving-doubling with rank mapping on the BiGraph network (EFLOPS, HPCA 2020)",
+    "hdrm": (
+        "halving-doubling with rank mapping on the BiGraph network — needs a library that runs "
+        "it (EFLOPS' collective library, HPCA 2020); NCCL has none"
+    ),
     "recursive-doubling": (
-        "recursive doubling (Open MPI: --mca coll_tuned_use_dynamic_rules 1 "
+        "recursive doubling — NCCL has none (Open MPI: --mca coll_tuned_use_dynamic_rules 1 "
         "--mca coll_tuned_allreduce_algorithm 3)"
     ),
 }
