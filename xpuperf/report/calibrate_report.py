@@ -131,6 +131,8 @@ def to_json_dict(result: CalibrationResult) -> dict[str, Any]:
             "collective_source": t.collective_source,
             "ranks": t.ranks,
             "ranks_source": t.ranks_source or None,
+            "abbreviated": t.abbreviated,
+            "nodes_source": t.nodes_source or None,
             "nodes": t.nodes,
             "hosts": t.hosts,
             "devices": t.devices,
