@@ -38,6 +38,11 @@ IMPORT_DIRS = {
     "nccl-xml": "topology_import_ncclxml",
     "rocm-smi": "topology_import_rocmsmi",
     "hccl-ranktable": "topology_import_ranktable",
+    "mx-smi": "topology_import_mxsmi",
+    "npu-smi-topo": "topology_import_npusmitopo",
+    "nvidia-smi-nvlink": "topology_import_nvlink",
+    "lstopo": "topology_import_lstopo",
+    "nccl-graph": "topology_import_ncclgraph",
 }
 ALL_TOOL_SEEDS = [s for d in sorted(set(IMPORT_DIRS.values())) for s in read_seeds(d)]
 
