@@ -10,6 +10,7 @@ import pytest
 
 from xpuperf.calibrate import calibrate_files, sweep
 from xpuperf.findings import CheckStatus
+from xpuperf.report.calibrate_html import build_calibrate_view
 from xpuperf.report.calibrate_report import to_json_dict
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -80,3 +81,14 @@ def test_healthy_sweep_is_clean():
     assert not [f for f in res.findings if f.code == "XP611"]
     check = next(c for c in res.checks if c.name == "calibrate.sweep_collapse")
     assert check.status == CheckStatus.CLEAN
+
+
+def test_html_view_draws_the_left_out_sizes_and_names_the_run():
+    view = build_calibrate_view(calibrate_files([COLLAPSE]))
+    (fig,) = view["figures"]
+    left = fig["data"][-1]
+    assert left["name"] == "left out: busbw collapsed (XP611)"
+    assert left["x"] == [32 * MIB, 64 * MIB, 128 * MIB]
+    assert left["y"][1] == 3.446  # 1.875 · 2^26 / 36515e3, rounded to 3 decimals
+    assert "(all_reduce_16r_mi300x_collapse_32M-128M.txt:23)" in fig["title"]
+    assert view["fits"]["rows"][0][-1] == "all_reduce_16r_mi300x_collapse_32M-128M.txt:23"

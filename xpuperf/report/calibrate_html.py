@@ -44,7 +44,9 @@ def _group(collective: str, ranks: int | None, nodes: int | None) -> str:
 def busbw_figure(fit: Fit, index: int, link_GBps: float | None = None) -> dict[str, Any]:
     """Bus bandwidth (GB/s) vs message size of one fit: measured points, fitted curve.
 
-    ``link_GBps``: the topology's bus bandwidth for this group, drawn dashed when known.
+    ``link_GBps``: the topology's bus bandwidth for this group, drawn dashed when known. Sizes
+    left out of the fit because busbw collapsed there (XP611, ``fit.excluded``) are drawn as
+    their own markers.
     """
     p = fit.points.sort_values("size_bytes")
     x = [int(s) for s in p["size_bytes"]]
@@ -72,7 +74,22 @@ def busbw_figure(fit: Fit, index: int, link_GBps: float | None = None) -> dict[s
             "hovertemplate": hover,
         },
     ]
-    title = ptext(f"{_group(fit.collective, fit.ranks, fit.nodes)}: bus bandwidth vs size")
+    ex = fit.excluded
+    if ex is not None and not ex.empty:
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "left out: busbw collapsed (XP611)",
+                "x": [int(v) for v in ex["size_bytes"]],
+                "y": [round(float(v), 3) for v in ex["measured_busbw_GBps"]],
+                "customdata": [_size(v) for v in ex["size_bytes"]],
+                "marker": {"color": "#e45756", "size": 9, "symbol": "x"},
+                "hovertemplate": hover,
+            }
+        )
+    run = f" ({fit.run})" if fit.run else ""
+    title = ptext(f"{_group(fit.collective, fit.ranks, fit.nodes)}{run}: bus bandwidth vs size")
     shapes, annotations = [], []
     ys = [v for t in data for v in t["y"]]
     if link_GBps:
@@ -133,7 +150,7 @@ def fits_table(doc: dict[str, Any]) -> dict[str, Any]:
                 _num(f["latency_us"], ".1f") + _ci(f.get("latency_ci95_us"), ".1f"),
                 _num(f["busbw_GBps"], ".1f") + _ci(f.get("busbw_ci95_GBps"), ".1f"),
                 "n/a" if err is None else f"{err:.1%}",
-                ", ".join(s.rsplit("/", 1)[-1] for s in f.get("sources", [])[:3]),
+                f.get("run") or ", ".join(s.rsplit("/", 1)[-1] for s in f.get("sources", [])[:3]),
             ]
         )
     return {
@@ -143,7 +160,7 @@ def fits_table(doc: dict[str, Any]) -> dict[str, Any]:
             "latency α µs (95% CI)",
             "busbw GB/s (95% CI)",
             "held-out error",
-            "files",
+            "run (file:line) or files",
         ],
         "rows": rows,
         "note": "held-out error: largest |error| of busbw at sizes ≥ 1 MiB when each size is "
