@@ -18,6 +18,7 @@ from xpuperf.analysis.breakdown import decompose
 from xpuperf.analysis.checks import step_checks
 from xpuperf.analysis.grid import grid_of
 from xpuperf.analysis.jitter import analyze_jitter
+from xpuperf.analysis.phase_jitter import phase_jitter
 from xpuperf.analysis.rates import mfu_summary, token_rates
 from xpuperf.analysis.results import (
     AnalyzeResult,
@@ -127,13 +128,15 @@ def analyze(
         },
         copy=False,
     )
+    phase_findings, phase_check = phase_jitter(table, warm)
+    findings += phase_findings
     findings.sort(key=lambda x: -x.severity.rank)
     summary = _summary(table, steady_job, warm, len(rank_ids), job)
     if "mfu" in table.columns:  # the three columns only: the table may be large
         summary.mfu = mfu_summary(split_warmup(table[["rank", "step", "mfu"]], warm))
     checks = step_checks(
         summary, jitter, stragglers, breakdown, stalls, findings, base_steady is not None
-    )
+    ) + ([phase_check] if phase_check else [])
     return AnalyzeResult(
         sources=list(sources),
         summary=summary,
