@@ -11,6 +11,7 @@ import pytest
 
 from xpuperf.calibrate import calibrate_files
 from xpuperf.calibrate.nccltests import read_nccl_tests
+from xpuperf.calibrate.single import Link
 from xpuperf.findings import CheckStatus
 from xpuperf.report.calibrate_report import to_json_dict
 
@@ -121,3 +122,13 @@ def test_a_rank_preamble_after_a_table_starts_the_next_run(tmp_path):
         (16, ["node-a", "node-b"]),
         (16, ["node-a", "node-c"]),
     ]
+
+
+def test_per_run_checks_do_not_borrow_the_other_runs_findings():
+    # --link 50 GB/s: run 2 reaches 48 (96 %, clean), run 3 30 (60 % < 70 %: XP601)
+    res = calibrate_files([THREE], link=Link(50.0, "400 Gb/s NIC"))
+    (f,) = [f for f in res.findings if f.code == "XP601"]
+    assert f.data["run"] == "all_reduce_8_16_16_three_runs.txt:111"
+    ev = _check(res, "calibrate.busbw_vs_topology").evidence
+    assert "three_runs.txt:63): plateau 48 GB/s vs 50 GB/s" in ev
+    assert "three_runs.txt:111): plateau 30 GB/s below 70% of 50 GB/s" in ev

@@ -72,7 +72,7 @@ def fit_findings(fit: Fit) -> list[Finding]:
     """XP602, XP604, XP605 for one fit."""
     out: list[Finding] = []
     acc = fit.accuracy()
-    key = {"collective": fit.collective, "ranks": fit.ranks, "nodes": fit.nodes}
+    key = {"collective": fit.collective, "ranks": fit.ranks, "nodes": fit.nodes, "run": fit.run}
     bw_err, lat_err = acc["busbw_max_err_ge_1MiB"], acc["latency_floor_err"]
     bad = []
     if bw_err is not None and bw_err > BW_TARGET:
@@ -226,6 +226,7 @@ def _plateau_findings(fit: Fit, ceil: float, what: str, named: list[str]) -> lis
                 "collective": fit.collective,
                 "ranks": fit.ranks,
                 "nodes": fit.nodes,
+                "run": fit.run,
                 "busbw_GBps": fit.busbw_GBps,
                 "ceiling_GBps": ceil,
                 "fraction": frac,
@@ -257,6 +258,7 @@ def fit_checks(
     def has(code: str, fit: Fit) -> bool:
         return any(f.code == code and f.data.get("collective") == fit.collective
                    and f.data.get("ranks") == fit.ranks and f.data.get("nodes") == fit.nodes
+                   and f.data.get("run", fit.run) == fit.run  # two runs of one configuration
                    for f in findings)  # fmt: skip
 
     acc, lat, rise, topo = [], [], [], []
