@@ -90,25 +90,29 @@ def merge_links(links: Iterable[Link]) -> tuple[Link, ...]:
 
 def assign_nearest_nics(node: Node) -> Node:
     """Give every card a NIC when none has one: a NIC on its PCIe switch, else on its NUMA node,
-    else any; cards with the same candidates are split over them in contiguous blocks (8 cards on
-    2 NICs: 0–3 and 4–7).
+    else any (the only NIC, or NICs whose place is not described); cards with the same candidates
+    are split over them in contiguous blocks (8 cards on 2 NICs: 0–3 and 4–7). A card on a known
+    NUMA node with several placed NICs, none near it, keeps no NIC: it is not guessed.
 
     Returns the node unchanged when it has no NICs or any card or NIC already has an assignment.
     """
     if not node.nics or any(d.nic for d in node.devices) or any(n.cards for n in node.nics):
         return node
     by_cands: dict[tuple[str, ...], list[int]] = {}
+    located = any(n.numa_node is not None or n.pcie_switch for n in node.nics)
     for d in node.devices:
         cands = [n for n in node.nics if d.pcie_switch and n.pcie_switch == d.pcie_switch]
         if not cands and d.numa_node is not None:
             cands = [n for n in node.nics if n.numa_node == d.numa_node]
+        if not cands and located and len(node.nics) > 1 and d.numa_node is not None:
+            continue  # the NICs are placed and none is near this card: unknown, not guessed
         names = tuple(n.name for n in (cands or node.nics))
         by_cands.setdefault(names, []).append(d.index)
     chosen: dict[int, str] = {}
     for names, cards in by_cands.items():  # contiguous blocks of cards per NIC
         for j, c in enumerate(cards):
             chosen[c] = names[j * len(names) // len(cards)]
-    devices = tuple(replace(d, nic=chosen[d.index]) for d in node.devices)
+    devices = tuple(replace(d, nic=chosen.get(d.index)) for d in node.devices)
     nics = tuple(
         replace(n, cards=tuple(i for i, nm in chosen.items() if nm == n.name)) for n in node.nics
     )

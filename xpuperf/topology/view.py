@@ -142,7 +142,7 @@ def _describe_node(members: list[Node]) -> list[str]:
             out.append(f"      NIC {n.name} {speed} → cards {_ranges(list(n.cards)) or '-'}{per}")
     orphans = [d.index for d in node.devices if d.nic is None]
     if orphans and node.nics:
-        out.append(f"    cards without an assigned NIC: {_ranges(orphans)}")
+        out.append(f"    cards whose NIC is unknown (not in the input): {_ranges(orphans)}")
     return out
 
 

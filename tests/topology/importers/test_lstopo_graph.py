@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import pytest
+from typer.testing import CliRunner
 
+from xpuperf.cli.topo import topo_app
 from xpuperf.errors import InputError
 from xpuperf.topology.importers import import_files, lstopo, ncclgraph, ncclxml, nvsmi
 
@@ -104,7 +106,7 @@ def test_61_graph_dump_is_refused_with_what_it_holds(read) -> None:
     assert "NCCL_TOPO_DUMP_FILE" in msg
 
 
-def test_ncclxml_does_not_guess_a_nic_among_several() -> None:
+def test_ncclxml_does_not_guess_a_nic_among_several(tmp_path) -> None:
     xml = """<system version="1">
   <cpu numaid="0" affinity="000000ff" arch="x86_64" vendor="GenuineIntel">
     <pci busid="0000:1b:00.0" class="0x030200" link_speed="16.0 GT/s PCIe" link_width="16"/>
@@ -119,6 +121,10 @@ def test_ncclxml_does_not_guess_a_nic_among_several() -> None:
     (host,) = imp.hosts
     assert host.devices[0].nic is None  # two NICs, neither under its switch nor on NUMA 0
     assert any("NIC left unknown (not guessed)" in n for n in imp.notes)
+    f = tmp_path / "t.xml"
+    f.write_text(xml)
+    r = CliRunner().invoke(topo_app, ["show", str(f)])
+    assert "cards whose NIC is unknown (not in the input): 0" in r.output
 
 
 def test_nvsmi_several_nics_all_sys_leave_the_nic_unknown() -> None:
