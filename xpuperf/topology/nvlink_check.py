@@ -9,7 +9,8 @@ and 5 ``<inactive>``). A link printing less than its generation's full rate
 (:data:`~xpuperf.topology.constants.NVLINK_GENERATIONS`) trained at reduced speed.
 
 The check runs only when an ``nvidia-smi nvlink -s`` output is among the inputs (no other input
-says whether a link is up), and then is ``problem`` or ``clean``.
+says whether a link is up), and then is ``problem`` or ``clean``; output with no ``Link`` line
+at all is not ``nvidia-smi nvlink -s`` output for this check (``nvidia-smi -L`` looks the same).
 """
 
 from __future__ import annotations

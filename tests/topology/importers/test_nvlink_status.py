@@ -81,6 +81,20 @@ def test_unknown_card_is_judged_by_its_fastest_link() -> None:
     assert "the card's fastest link is 40 GB/s" in f.message
 
 
+def test_cards_without_links_are_not_checked() -> None:
+    text = (
+        "GPU 0: NVIDIA L40S (UUID: GPU-a)\n\t Link 0: <inactive>\n"
+        "GPU 1: NVIDIA L40S (UUID: GPU-b)\n"
+    )
+    cards = nvlinks.link_status(text)
+    assert [len(c.rates) for c in cards] == [1, 0]
+    checks, findings = nvlink_check.check([("l.txt", "GPU 0: NVIDIA L40S (UUID: GPU-a)\n")])
+    assert (checks, findings) == ([], [])  # no Link line: not nvlink -s output at all
+    checks, findings = nvlink_check.check([("l.txt", text)])
+    assert [f.code for f in findings] == ["XP523"]  # its one link is down
+    assert "1 of 1 NVLinks inactive" in findings[0].message
+
+
 def test_check_runs_only_with_nvlink_output() -> None:
     assert nvlink_check.check([("x.txt", "nothing here")]) == ([], [])
     p = fixture_path("nvsmi", "14")
