@@ -141,3 +141,17 @@ def test_complete_list_is_not_abbreviated_in_older_line_forms(tmp_path, pid):
     (t,) = read_nccl_tests(p).tables
     assert (t.ranks, t.nodes, t.abbreviated, t.ranks_source) == (4, 1, False, "preamble")
     assert t.nodes_source == "preamble"
+
+
+def test_rank_ids_printed_twice_mean_separate_jobs(tmp_path):
+    # two processes that did not form one job (nccl-tests without MPI=1): each prints its
+    # own header and its own ranks 0–7
+    head = "# nThread 1 nGpus 8 minBytes 1048576\n#\n# Using devices\n"
+    ranks = "".join(_rank(r, "node3", r) for r in range(8))
+    ranks += "".join(_rank(r, "node2", r) for r in range(8))
+    p = tmp_path / "split.txt"
+    p.write_text(head + head + ranks + _table(8))
+    res = read_nccl_tests(p)
+    (w,) = [w for w in res.warnings if "printed more than once" in w]
+    assert "(rank 0 on node3 and on node2)" in w
+    assert "make MPI=1" in w

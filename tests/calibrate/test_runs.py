@@ -132,3 +132,23 @@ def test_per_run_checks_do_not_borrow_the_other_runs_findings():
     ev = _check(res, "calibrate.busbw_vs_topology").evidence
     assert "three_runs.txt:63): plateau 48 GB/s vs 50 GB/s" in ev
     assert "three_runs.txt:111): plateau 30 GB/s below 70% of 50 GB/s" in ev
+
+
+def test_rccl_tests_banner_before_nthread_starts_each_collective_run(tmp_path):
+    # rccl-tests prints '# Collective test starting: X_perf' before '# nThread' (and
+    # '# Collective test concluded: X_perf' after the table): a script running two collectives
+    one_run = "".join(THREE.read_text().splitlines(keepends=True)[1:40])  # run 1, no mpirun line
+    body = one_run.replace(
+        "#\n# Using devices", "#\nrccl-tests: Version develop:5b8a2d1\n# Using devices"
+    )
+    text = ""
+    for coll in ("all_reduce", "reduce_scatter"):
+        text += f"# Collective test starting: {coll}_perf\n{body}"
+        text += f"# Collective test concluded: {coll}_perf\n"
+    p = tmp_path / "two_collectives.txt"
+    p.write_text(text)
+    res = read_nccl_tests(p)
+    assert [(t.collective, t.collective_source, t.ranks) for t in res.tables] == [
+        ("all_reduce", "banner", 8),
+        ("reduce_scatter", "banner", 8),
+    ]

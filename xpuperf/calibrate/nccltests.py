@@ -139,7 +139,8 @@ class TableInfo:
         rank_lines: ``# Rank`` lines present; abbreviated: the list was cut (``...``, or rank
             ids with gaps), so the count came from elsewhere (:mod:`.ranks`); ranks_min: the
             count is at least this (a list elided at its end), ranks_per_node: ranks of one host
-            block seen whole in an abbreviated list (nodes = ranks ÷ it).
+            block seen whole in an abbreviated list (nodes = ranks ÷ it); duplicate_rank: a
+            rank id printed twice (rank, host, other host), the processes were separate jobs.
     """
 
     collective: str = ""
@@ -162,6 +163,7 @@ class TableInfo:
     abbreviated: bool = False
     ranks_min: int | None = None
     ranks_per_node: int | None = None
+    duplicate_rank: tuple[int, str, str] | None = None
 
 
 @dataclass
@@ -249,6 +251,8 @@ def read_nccl_tests(
                     pre.version = vm.group(1)
                 pre.rl.header(s)
             if m := re.match(r"^#\s*Collective test starting:\s*(\w+)", s):
+                if table is not None:  # rccl-tests: the banner comes before '# nThread'
+                    pre, table, layout = _Preamble(), None, None
                 name = m.group(1).removesuffix("_perf")
                 if name in COLLECTIVES:
                     pre.collective, pre.collective_source = name, "banner"

@@ -58,7 +58,8 @@ class RankList:
         elisions: ``...`` lines and lines ending in ``...``; last_elided: one came after the
             last rank line (the list may go on).
         per_process: ``nThread × nGpus`` of the ``# nThread`` header, None without it.
-        duplicates: rank ids printed twice (several jobs writing into one file).
+        duplicates: rank ids printed twice (several jobs writing into one file); duplicate:
+            the first (rank, host, other host) printed on two hosts.
     """
 
     ranks: dict[int, tuple[str, str]] = field(default_factory=dict)
@@ -68,6 +69,7 @@ class RankList:
     last_elided: bool = False
     per_process: int | None = None
     duplicates: int = 0
+    duplicate: tuple[int, str, str] | None = None  # first rank id listed on two hosts
 
     def header(self, line: str) -> bool:
         """Read ``# nThread T nGpus G``; True when ``line`` is that header."""
@@ -81,6 +83,8 @@ class RankList:
         self.device_index.setdefault(rank, index)
         if rank in self.ranks:
             self.duplicates += 1
+            if self.duplicate is None and self.ranks[rank][0] != host:
+                self.duplicate = (rank, self.ranks[rank][0], host)
         cut = device.endswith(("...", "…"))  # the tool's cut landed in the device name
         self.ranks.setdefault(rank, (host, "" if cut else device))
         self.elisions += cut
@@ -120,6 +124,9 @@ def settle(t: TableInfo, rl: RankList, launch: Launch | None) -> None:
         return
     order = [rl.ranks[r] for r in sorted(rl.ranks)]
     t.rank_lines = len(rl.ranks) + len(rl.partial)
+    t.duplicate_rank = rl.duplicate if rl.duplicates else None
+    if rl.duplicates and rl.duplicate is None:
+        t.duplicate_rank = (min(rl.ranks), "", "")
     t.hosts = list(dict.fromkeys(h for h, _ in order))
     t.devices = list(dict.fromkeys(d for _, d in order if d))
     if not rl.abbreviated:
@@ -183,8 +190,18 @@ def set_nodes_from_block(t: TableInfo) -> None:
 
 
 def after_ratio(t: TableInfo, warnings: list[str], path: str) -> None:
-    """After busbw/algbw settled the rank count of a list elided at its end: check it against
-    the ids seen (``ranks_min``) and derive nodes from ranks per node."""
+    """After busbw/algbw settled the rank count: warn about rank ids printed twice (the
+    processes were separate jobs); for a list elided at its end check the count against the
+    ids seen (``ranks_min``) and derive nodes from ranks per node."""
+    if t.duplicate_rank is not None:
+        r, a, b = t.duplicate_rank
+        where = f" (rank {r} on {a} and on {b})" if a else f" (rank {r})"
+        warnings.append(
+            f"{path}:{t.header_line}: rank ids printed more than once{where}: the processes did "
+            "not form one job — each ran its own benchmark (nccl-tests built without MPI=1, or "
+            "started by another MPI's mpirun), so ranks and nodes here are not the job's; "
+            "rebuild with `make MPI=1` against the MPI whose mpirun starts it"
+        )
     if t.ranks_min is None:
         return
     if t.ranks is not None and t.ranks < t.ranks_min:
