@@ -152,3 +152,17 @@ def test_rccl_tests_banner_before_nthread_starts_each_collective_run(tmp_path):
         ("all_reduce", "banner", 8),
         ("reduce_scatter", "banner", 8),
     ]
+
+
+def test_hccl_demo_sweeps_are_runs_too(tmp_path):
+    sweep = DATA.parent / "calibrate_hccl_demo" / "hccl_demo_allreduce_8x_2024_sweep.log"
+    p = tmp_path / "twice.log"
+    p.write_text(sweep.read_text() * 2)
+    res = calibrate_files([p])
+    assert [(f.run, f.tool) for f in res.fits] == [
+        ("twice.log:75", "hccl_demo"),
+        ("twice.log:175", "hccl_demo"),
+    ]
+    xp612 = next(f for f in res.findings if f.code == "XP612")
+    assert "[same configuration as run 1]" in xp612.message
+    assert _check(res, "calibrate.run_consistency").status == CheckStatus.CLEAN
