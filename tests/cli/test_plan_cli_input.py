@@ -91,14 +91,13 @@ def test_from_log_framework_formats(capsys, log: str, compute_s: float | None,
                     "dgx-a100", "--cards", "1,8,64")  # fmt: skip
     assert doc["workload"]["step_time_s"] > 0
     one = doc["scaling"][0]
-    # speedup(1) = T_compute / (T_compute + stall); the log's data time is loaded in the training
-    # process (num_workers=0), so one card waits all of it; no data column: exactly 1.0
-    if compute_s is None:
-        assert one["speedup"] == 1.0
-    else:
+    # speedup(1) = 1.0 by definition (one card alone is the denominator); the log's data time is
+    # loaded in the training process (num_workers=0), so one card waits all of it
+    assert one["speedup"] == 1.0
+    if compute_s is not None:
         assert doc["workload"]["step_time_s"] == pytest.approx(compute_s)
         assert one["breakdown"]["input_stall_s"] == pytest.approx(data_s)
-        assert one["speedup"] == pytest.approx(compute_s / (compute_s + data_s))
+        assert doc["workload"]["one_card_step_s"] == pytest.approx(compute_s + data_s)
 
 
 def test_maskrcnn_split_sets_backward_fraction(capsys) -> None:

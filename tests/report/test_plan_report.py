@@ -87,10 +87,10 @@ def test_target_outside_the_card_list_gets_a_point() -> None:
 
 
 def test_every_fix_of_an_input_bound_plan_gets_its_curve() -> None:
-    # input stalls one card too: speedup = T_compute / step = 0.1 / 0.5 at every count (one
-    # worker needs 0.5 s per batch, longer than any step without input, so the step is 0.5 s);
-    # the workers fix (6: 83 ms per batch < the 0.1 s compute) removes the stall: at one card
-    # the step is the compute alone, 0.1 / 0.1 = 1.0 — the most any fix can reach
+    # input stalls one card too: one worker needs 0.5 s per batch, longer than any step without
+    # input, so the step is 0.5 s at every count and speedup = 0.5 / 0.5 = 1.0 (against today's
+    # one card alone); the workers fix (6: 83 ms per batch < the 0.1 s compute) removes the
+    # stall: at one card the step is the compute alone, 0.5 / 0.1 = 5.0 times today's one card
     r = make_plan(presets.preset("pcie-8gpu", 2), model("resnet50"), 0.1, cards=[1, 8, 16],
                   settings=Settings(input_time_s=0.5), batch_size=256.0)  # fmt: skip
     c = r.fix_curves
@@ -98,10 +98,11 @@ def test_every_fix_of_an_input_bound_plan_gets_its_curve() -> None:
     assert [f.name for f in c.fixes] == [f.name for f in r.fixes]
     for curve, fix in zip(c.fixes, r.fixes, strict=True):
         assert curve.speedup[-1] == pytest.approx(fix.speedup_after, rel=1e-12)
-    assert c.current == pytest.approx((0.2, 0.2, 0.2))
+    assert c.current == pytest.approx((1.0, 1.0, 1.0))
     workers = next(curve for curve in c.fixes if curve.lever == "workers")
-    assert workers.speedup[0] == pytest.approx(1.0)
-    assert max(s for curve in c.fixes for s in curve.speedup) <= 1.0
+    assert workers.speedup[0] == pytest.approx(5.0)
+    # compute alone (0.1 s) is the most any fix can reach: 0.5 / 0.1
+    assert max(s for curve in c.fixes for s in curve.speedup) <= 5.0 + 1e-9
 
 
 def test_loader_settings_read_as_text_not_a_python_dict() -> None:

@@ -9,7 +9,7 @@ of its ``applied`` settings that differ from today's, the loader field by field)
 the settings reached so far and kept only if the cost model's speedup at the target rises by at
 least :data:`MIN_STEP`; fixes of one lever can interact (buckets sized for one algorithm, two
 settings of one loader), which is why each is re-scored on top of the ones before. The result
-is the cost model's own speedup (T_compute / step), on the scale of every fix.
+is the cost model's own speedup (today's one card alone / step), on the scale of every fix.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 pipeline when nothing else hides the stall (formulas.md §5; background.md "Data input",
 "Host / NUMA").
 
-Every speedup here is the cost model's (T_compute / step at N, :mod:`xpuperf.costmodel.estimate`):
-an input stall is non-compute time on one card as on N, so input fixes and communication fixes
-rank on one scale and none exceeds 1.0.
+Every speedup here is the cost model's (today's one card alone / step at N,
+:mod:`xpuperf.costmodel.estimate`): input fixes and communication fixes rank on one scale —
+throughput at N — and an input fix that also makes one card faster can pass 1.0.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ binding, a faster pipeline: :mod:`xpuperf.advice.input_levers`), a deterministic
 the only lever that changes the math of training, flagged ``changes_math`` and said in its
 reason (background.md rule 1). Every speedup comes from
 :meth:`~xpuperf.costmodel.estimate.Planner.point`; a fix's ``gain`` = speedup_after −
-speedup_before (speedup points, 0.05 = 5 points); speedups are T_compute / step at N, so input
-fixes (which change one card's step too) rank on the same scale as the others.
+speedup_before (speedup points, 0.05 = 5 points); speedups are today's one card alone / step at
+N, so input fixes (which change one card's step too) rank on the same scale as the others.
 """
 
 from __future__ import annotations

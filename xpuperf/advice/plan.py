@@ -79,7 +79,7 @@ def make_plan(
     s = settings or Settings()
     if s.algorithm == "auto":
         s = replace(s, algorithm=LIBRARY_ALGORITHM)  # what the library runs today
-    planner = Planner(cluster, workload, step_time_s, batch_size, calibration)
+    planner = Planner(cluster, workload, step_time_s, batch_size, calibration, reference=s)
     est = planner.estimate(cards, s)
     target = max(p.cards for p in est.points) if target_cards is None else target_cards
     planner.check_cards(target)
@@ -89,7 +89,24 @@ def make_plan(
     fc, cal = None, ()
     if ladder is not None:
         fc, cal = _calibrated(planner, ladder, [p.cards for p in est.points], target, fixes, s)
-    return PlanResult(est, target, fixes, tuple(notes), curves, together, fc, cal)
+    first = speedup_note(est.one_card_step_s, fixes, together)
+    return PlanResult(est, target, fixes, (first, *notes), curves, together, fc, cal)
+
+
+def speedup_note(one_card_s: float, fixes: Sequence[Fix], together: object) -> str:
+    """What "speedup" means in the table and the fixes (the first note of every plan): per-card
+    throughput over one card alone as it runs today, kept for every fix so that a fix's "after"
+    is its throughput; above 1.0 is explained when a fix or the fixes together get there."""
+    text = (
+        f"speedup = per-card throughput / one card alone today ({one_card_s * 1e3:.1f} ms per "
+        "step); the fixes keep that denominator, so their gain is throughput gained"
+    )
+    afters = [f.speedup_after for f in fixes]
+    if together is not None:
+        afters.append(together.speedup_after)  # type: ignore[attr-defined]
+    if any(a > 1.0 for a in afters):
+        text += "; above 1.0: the fix also makes one card faster than it is today"
+    return text
 
 
 def _calibrated(planner: Planner, ladder: Ladder, counts: list[int], target: int,

@@ -25,11 +25,15 @@ For N cards (G per node; N < G is one partial node, otherwise G must divide N):
   :mod:`.accumulation`) is in the single-card step amortised over the reference K, and ``other``
   carries F/K(N) − F/K_ref.
 
-speedup(N) = T_compute / step(N) = T_compute / (T_compute + exposed non-compute): per-card
-throughput relative to ONE card alone at the same per-card batch (background.md rule 2), where
-"one card alone" is the card computing without waiting (``step_time_s``). An input stall is
-non-compute time wherever it happens, so it lowers the speedup even at N = 1 (then < 1.0), and
-every fix — input or communication — is measured on this one scale and never exceeds 1.0.
+speedup(N) = step_ref(1) / step(N): per-card throughput at N relative to ONE card alone at the
+same per-card batch (background.md rule 2, analyze's definition), where step_ref(1) is the
+modelled one-card step under the REFERENCE settings — today's, the ones the user runs
+(:attr:`Planner.reference`): T_compute plus the input stall one card alone has. So the
+single-card row is 1.0 by definition, and = T_compute / step(N) when there is no input stall.
+A fix is priced on the same denominator (today's one card), so its "after" is the per-card
+throughput it brings relative to today's one card alone: ranking fixes by it is ranking them
+by throughput at N; it exceeds 1.0 only when the fix also makes one card faster than today
+(an input fix on a loader-bound card).
 Seconds throughout.
 """
 
@@ -99,7 +103,8 @@ class Point:
 
 @dataclass(frozen=True)
 class Estimate:
-    """Result of :func:`estimate`: one :class:`Point` per card count, and what was assumed."""
+    """Result of :func:`estimate`: one :class:`Point` per card count, and what was assumed;
+    ``one_card_step_s`` is the speedup denominator (one card alone under today's settings, s)."""
 
     cluster: str
     cards_per_node: int
@@ -111,6 +116,7 @@ class Estimate:
     settings: Settings
     points: tuple[Point, ...]
     assumptions: tuple[str, ...] = field(default_factory=tuple)
+    one_card_step_s: float = float("nan")
 
     def at(self, cards: int) -> Point:
         """The point for ``cards``; KeyError if it was not estimated."""
@@ -131,11 +137,15 @@ class Planner:
         batch_size: samples per card per step (for throughput), optional.
         calibration: an ``xpuperf.calibration/1`` file's α/β and exact fits
             (:mod:`~xpuperf.costmodel.calibrated`), or None.
+        reference: today's settings, whose one-card step is every speedup's denominator
+            (module docstring); None = the settings of the first :meth:`estimate` call, or
+            :class:`Settings` defaults for a :meth:`point` before any.
     """
 
     def __init__(self, cluster: Cluster, workload: Workload, step_time_s: float,
                  batch_size: float | None = None,
-                 calibration: calibrated.Calibration | None = None) -> None:  # fmt: skip
+                 calibration: calibrated.Calibration | None = None,
+                 reference: Settings | None = None) -> None:  # fmt: skip
         if not cluster.nodes or not cluster.nodes[0].devices:
             raise CostModelError("the topology has no nodes or no cards")
         self.cluster = cluster
@@ -156,6 +166,16 @@ class Planner:
         self._curves: dict[tuple, comm.Curve] = {}
         self._buckets: dict[tuple, tuple[np.ndarray, list[float]]] = {}
         self._points: dict[tuple[int, Settings], Point] = {}
+        self.reference = reference
+
+    @cached_property
+    def reference_step_s(self) -> float:
+        """One card alone under :attr:`reference` (today's settings), seconds: T_compute + the
+        input stall one card has (no communication, no wait for other ranks); the denominator of
+        every speedup. Fixed at first use."""
+        ref = self.reference if self.reference is not None else Settings()
+        self.reference = ref
+        return self.step_time_s + self.input_stall_s(ref, self.step_time_s)
 
     @cached_property
     def full_levels(self) -> LinkLevels:
@@ -330,13 +350,15 @@ class Planner:
               nb) -> Point:  # fmt: skip
         step = t_c + exposed + stall + strag + other
         thr = None if self.batch_size is None else self.batch_size * cards / step
-        return Point(cards, nodes, step, t_c / step, t_c, exposed,
+        return Point(cards, nodes, step, self.reference_step_s / step, t_c, exposed,
                      stall, strag, other, comm_s, algo, nb, thr)  # fmt: skip
 
     def estimate(self, cards: Sequence[int] = DEFAULT_CARDS,
                  settings: Settings | None = None) -> Estimate:  # fmt: skip
         """Points for every card count (sorted, duplicates dropped)."""
         s = settings or Settings()
+        if self.reference is None:
+            self.reference = s  # the first estimate's settings are today's
         counts = sorted({positive_int("cards", c) for c in cards})
         if not counts:
             raise CostModelError("give at least one card count")
@@ -347,7 +369,7 @@ class Planner:
         return Estimate(
             self.cluster.name or self.cluster.nodes[0].name, self.g, self.workload.name,
             self.workload.n_params, self.workload.grad_bytes(s.dtype), self.step_time_s,
-            self.batch_size, s, pts, self.assumptions(lv, s),
+            self.batch_size, s, pts, self.assumptions(lv, s), self.reference_step_s,
         )  # fmt: skip
 
     def assumptions(self, lv: LinkLevels, s: Settings) -> tuple[str, ...]:

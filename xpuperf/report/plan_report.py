@@ -44,6 +44,7 @@ def to_dict(result: PlanResult) -> dict[str, Any]:
                 "grad_bytes": e.grad_bytes,
                 "step_time_s": e.step_time_s,
                 "batch_size": e.batch_size,
+                "one_card_step_s": e.one_card_step_s,
             },
             "settings": dataclasses.asdict(e.settings),
             "target_cards": result.target_cards,
