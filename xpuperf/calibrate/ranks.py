@@ -59,7 +59,7 @@ class RankList:
             last rank line (the list may go on).
         per_process: ``nThread × nGpus`` of the ``# nThread`` header, None without it.
         duplicates: rank ids printed twice (several jobs writing into one file); duplicate:
-            the first (rank, host, other host) printed on two hosts.
+            the first of them as (rank, host of its first line, host of its second).
     """
 
     ranks: dict[int, tuple[str, str]] = field(default_factory=dict)
@@ -69,7 +69,7 @@ class RankList:
     last_elided: bool = False
     per_process: int | None = None
     duplicates: int = 0
-    duplicate: tuple[int, str, str] | None = None  # first rank id listed on two hosts
+    duplicate: tuple[int, str, str] | None = None  # the first rank id listed twice
 
     def header(self, line: str) -> bool:
         """Read ``# nThread T nGpus G``; True when ``line`` is that header."""
@@ -83,7 +83,7 @@ class RankList:
         self.device_index.setdefault(rank, index)
         if rank in self.ranks:
             self.duplicates += 1
-            if self.duplicate is None and self.ranks[rank][0] != host:
+            if self.duplicate is None:
                 self.duplicate = (rank, self.ranks[rank][0], host)
         cut = device.endswith(("...", "…"))  # the tool's cut landed in the device name
         self.ranks.setdefault(rank, (host, "" if cut else device))
@@ -124,9 +124,7 @@ def settle(t: TableInfo, rl: RankList, launch: Launch | None) -> None:
         return
     order = [rl.ranks[r] for r in sorted(rl.ranks)]
     t.rank_lines = len(rl.ranks) + len(rl.partial)
-    t.duplicate_rank = rl.duplicate if rl.duplicates else None
-    if rl.duplicates and rl.duplicate is None:
-        t.duplicate_rank = (min(rl.ranks), "", "")
+    t.duplicate_rank = rl.duplicate
     t.hosts = list(dict.fromkeys(h for h, _ in order))
     t.devices = list(dict.fromkeys(d for _, d in order if d))
     if not rl.abbreviated:
@@ -195,7 +193,7 @@ def after_ratio(t: TableInfo, warnings: list[str], path: str) -> None:
     ids seen (``ranks_min``) and derive nodes from ranks per node."""
     if t.duplicate_rank is not None:
         r, a, b = t.duplicate_rank
-        where = f" (rank {r} on {a} and on {b})" if a else f" (rank {r})"
+        where = f" (rank {r} on {a} and on {b})" if a != b else f" (rank {r} twice on {a})"
         warnings.append(
             f"{path}:{t.header_line}: rank ids printed more than once{where}: the processes did "
             "not form one job — each ran its own benchmark (nccl-tests built without MPI=1, or "
