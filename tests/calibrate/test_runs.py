@@ -8,10 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import typer
+from typer.testing import CliRunner
 
 from xpuperf.calibrate import calibrate_files
 from xpuperf.calibrate.nccltests import read_nccl_tests
 from xpuperf.calibrate.single import Link
+from xpuperf.cli.calibrate import calibrate
 from xpuperf.findings import CheckStatus
 from xpuperf.report.calibrate_report import to_json_dict
 
@@ -166,3 +169,16 @@ def test_hccl_demo_sweeps_are_runs_too(tmp_path):
     xp612 = next(f for f in res.findings if f.code == "XP612")
     assert "[same configuration as run 1]" in xp612.message
     assert _check(res, "calibrate.run_consistency").status == CheckStatus.CLEAN
+
+
+def test_terminal_names_each_run(tmp_path):
+    app = typer.Typer()
+    app.command("calibrate")(calibrate)
+    app.command("other")(lambda: None)
+    res = CliRunner().invoke(app, ["calibrate", str(THREE)], catch_exceptions=False)
+    assert res.exit_code == 0
+    assert "run (file:line)" in res.output
+    for line in (15, 63, 111):
+        assert f"three_runs.txt:{line}" in res.output
+    assert "XP610" in res.output
+    assert "XP612" in res.output
