@@ -73,6 +73,7 @@ def analyze_logs(
         sources=run.sources,
         read_warnings=[*warnings, *base_warnings],
         job_level_cards=run.job_level_cards,
+        sampled_rows=run.sampled_rows,
     )
     result.read_warnings += [f"{p}: {_AUX_NOTE}" for p in job_files]  # notes, not XP401
     texts = [Path(p) for p in (*run.sources, *extra_text, *job_files)]

@@ -51,6 +51,7 @@ def analyze(
     read_warnings: Sequence[str] = (),
     job: pd.DataFrame | None = None,
     job_level_cards: int | None = None,
+    sampled_rows: bool = False,
 ) -> AnalyzeResult:
     """Analyse one run.
 
@@ -67,6 +68,9 @@ def analyze(
         job_level_cards: N when ``table`` is one job-level log spread over N ranks
             (:attr:`xpuperf.readers.ReadResult.job_level_cards`): the ranks are copies, so no
             straggler or per-rank stall analysis is run (their checks say "not checked").
+        sampled_rows: each row is one iteration shown every k, not a window mean
+            (:attr:`xpuperf.readers.ReadResult.sampled_rows`; wall clock per
+            :func:`~xpuperf.analysis.series.wallclock`).
 
     Returns:
         :class:`AnalyzeResult`; findings sorted most severe first.
@@ -131,7 +135,7 @@ def analyze(
     phase_findings, phase_check = phase_jitter(table, warm)
     findings += phase_findings
     findings.sort(key=lambda x: -x.severity.rank)
-    summary = _summary(table, steady_job, warm, len(rank_ids), job)
+    summary = _summary(table, steady_job, warm, len(rank_ids), job, sampled_rows)
     if "mfu" in table.columns:  # the three columns only: the table may be large
         summary.mfu = mfu_summary(split_warmup(table[["rank", "step", "mfu"]], warm))
     checks = step_checks(
@@ -193,6 +197,7 @@ def _summary(
     warm: WarmupResult,
     ranks: int,
     job: pd.DataFrame | None = None,
+    sampled: bool = False,
 ) -> Summary:
     """Headline numbers; wall-clock throughput from :func:`xpuperf.analysis.series.wallclock`.
 
@@ -208,7 +213,7 @@ def _summary(
         before = job["step"].to_numpy()
         before = before[before < warm.first_steady_step]
         prev = int(before[-1]) if len(before) else None
-    wc = wallclock(steady_job, table, prev)
+    wc = wallclock(steady_job, table, prev, sampled)
     med = float(np.median(t))
     thr_wall = wc.samples / wc.wall_time_s if thr is not None and np.isfinite(wc.samples) else None
     cost_s = wc.wall_time_s - wc.iterations * med

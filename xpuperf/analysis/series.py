@@ -129,7 +129,10 @@ def row_iterations(steps: np.ndarray, prev_step: int | None = None) -> np.ndarra
 
 
 def wallclock(
-    steady_job: pd.DataFrame, table: pd.DataFrame, prev_step: int | None = None
+    steady_job: pd.DataFrame,
+    table: pd.DataFrame,
+    prev_step: int | None = None,
+    sampled: bool = False,
 ) -> WallClock:
     """The steady wall time and samples of a run.
 
@@ -144,12 +147,19 @@ def wallclock(
             ``tokens`` when known).
         table: the canonical step table (only ``rank, step, t_end_s`` are read).
         prev_step: the last warm-up step, or None.
+        sampled: the rows are single iterations shown every k (nanoGPT ``iter N: … time``, timm
+            ``Time: cur``), not window means: a row then counts once at its own time and the
+            k − 1 iterations not shown at the median row time — so a slow logged iteration (one
+            that ran an evaluation) is not multiplied by k.
     """
     steps = steady_job["step"].to_numpy(dtype=np.int64)
     t = steady_job["step_time_s"].to_numpy(dtype=float)
     k = row_iterations(steps, prev_step)
     sam = steady_job["samples"].to_numpy(dtype=float)
-    total = float(np.sum(t * k))
+    if sampled and len(t):
+        total = float(np.sum(t + (k - 1) * np.median(t)))
+    else:
+        total = float(np.sum(t * k))
     out = WallClock(total, int(k.sum()), float(np.sum(sam * k)), "step_times", total)
     if "tokens" in steady_job.columns:
         out.tokens = float(np.sum(steady_job["tokens"].to_numpy(dtype=float) * k))

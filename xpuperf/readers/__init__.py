@@ -80,6 +80,8 @@ class ReadResult:
         job_level_cards: N when a job-level log was spread over N ranks (``--world-size`` or
             the world size the log states): the ranks are copies of one line per step, so
             nothing can be said about differences between ranks; None otherwise.
+        sampled_rows: every file's rows are single iterations shown every k (a reader's
+            ``TextTable.sampled``: nanoGPT, timm), not window means.
     """
 
     table: pd.DataFrame
@@ -87,6 +89,7 @@ class ReadResult:
     warnings: list[str] = field(default_factory=list)
     skipped_rows: int = 0
     job_level_cards: int | None = None
+    sampled_rows: bool = False
 
 
 def register_format(fmt: Format) -> None:
@@ -330,8 +333,14 @@ def read_logs(
         if col in table.columns and table[col].isna().all():
             table = table.drop(columns=col)
     table = steps.validate(steps.coerce(table), source="step table read from logs")
+    sampled = all(getattr(p.raw, "sampled", False) for p in parts)
     return ReadResult(
-        table, [p.src.name for p in parts], warnings, skipped, int(spread) if spread else None
+        table,
+        [p.src.name for p in parts],
+        warnings,
+        skipped,
+        int(spread) if spread else None,
+        sampled,
     )
 
 

@@ -88,6 +88,7 @@ def read(src: Source) -> TextTable:
         rows.add(n, step=as_float(m.group(1)), step_time_s=as_float(m.group(2)) / 1000.0, **extra)
     rows.undecodable(bad)
     out = rows.table(src, "nanoGPT 'iter N: loss X, time Y ms' line", EXAMPLE)
+    out.sampled = True  # 'time' is the logged iteration's own dt, not the interval's mean
     if "mfu" in out.frame and out.frame["mfu"].isna().all():  # only 'mfu -100.00%' lines
         out.frame = out.frame.drop(columns="mfu")
     what = "tokens = the job's tokens per step" if "tokens" in out.frame else "no tokens"

@@ -38,11 +38,15 @@ class TextTable(RawTable):
             when ``--world-size`` is not given (:mod:`xpuperf.readers.world`).
         world_source: where in the log ``world_size`` was read (for the note), e.g.
             ``"'using world size' line"``.
+        sampled: each row is ONE iteration shown every k (nanoGPT, timm), not the mean of the
+            k iterations since the last row (Megatron, Keras): the wall clock then counts a
+            row once (:func:`xpuperf.analysis.series.wallclock`).
     """
 
     notes: list[str] = field(default_factory=list)
     world_size: int | None = None
     world_source: str = ""
+    sampled: bool = False
 
 
 class Rows:

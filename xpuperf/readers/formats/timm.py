@@ -82,6 +82,7 @@ def read(src: Source) -> TextTable:
                  data_s=as_float(d.group(1)) if d else NAN, samples=samples)  # fmt: skip
     rows.undecodable(bad)
     out = rows.table(src, "timm 'Train: E [i/n (p%)] … Time: …s, …/s' line", EXAMPLE)
+    out.sampled = True  # 'Time: cur' is the logged batch's own time (avg in brackets)
     if out.frame["samples"].isna().all():  # updates per second only: no samples at all
         out.frame = out.frame.drop(columns="samples")
     out.notes.append(job_level_note("samples = the printed rate × Time, the GLOBAL batch"))
