@@ -263,3 +263,13 @@ def test_constant_series() -> None:
 def test_missing_column_raises_input_error() -> None:
     with pytest.raises(InputError):
         analyze_jitter(pd.DataFrame({"step": [1, 2]}))
+
+
+def test_period_of_a_log_printed_every_10_steps() -> None:
+    # nanoGPT-style: one row every 10 steps (10 … 300); an evaluation every 100 steps makes the
+    # rows 100, 200, 300 slow. A grid every 50 steps also holds the three spikes but misses the
+    # logged, normal rows 150 and 250 (3 of 5 slots); every 100 hits 3 of 3: the period is 100.
+    from xpuperf.analysis.periodicity import periodicity
+
+    period, phase, grid = periodicity(np.array([100, 200, 300]), 10, 300)
+    assert (period, phase, grid) == (100, 100, [100, 200, 300])

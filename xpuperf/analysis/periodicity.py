@@ -61,26 +61,30 @@ def periodicity(
         for i in np.argsort(-vals, kind="stable")[:8]
         if vals[i] > 0 and vals[i] >= acf[lags[i] - 1] and vals[i] >= acf[lags[i] + 1]
     ]
-    best: tuple[tuple[int, int, int], int, list[int]] | None = None  # (key, phase, grid)
+    best: tuple[tuple[int, float, int, int], int, list[int]] | None = None  # key, phase, grid
     # A peak may sit at a multiple of the period (jitter blurs the first one): try c/2, c/3 too.
     periods = {round(c / d) + e for c in peaks for d in (1, 2, 3) for e in (-1, 0, 1)}
     for period in sorted(p for p in periods if MIN_PERIOD <= p <= max_lag):
         fit = _grid_fit(spikes, period, last)
         if fit is None:
             continue
-        # Most spikes on the grid, then the tightest fit, then the shortest period.
-        key = (-len(fit[1]), fit[2], period)
+        # Most spikes on the grid, then the most grid slots hit (spikes at 100, 200, 300 are
+        # every 100, not every 50 with 150 and 250 missed), the tightest fit, the shortest period.
+        key = (-len(fit[1]), -fit[3], fit[2], period)
         if best is None or key < best[0]:
             best = (key, fit[0], fit[1])
     if best is None:
         return None, None, []
-    return best[0][2], best[1], best[2]
+    return best[0][3], best[1], best[2]
 
 
-def _grid_fit(spikes: np.ndarray, period: int, last: int) -> tuple[int, list[int], int] | None:
+def _grid_fit(
+    spikes: np.ndarray, period: int, last: int
+) -> tuple[int, list[int], int, float] | None:
     """Best grid ``r + k·period`` (±tol) through the spikes, if it confirms the period.
 
-    Returns ``(phase step, on-grid spike steps, Σ |offset from the grid| in steps)`` or None.
+    Returns ``(phase step, on-grid spike steps, Σ |offset from the grid| in steps, share of grid
+    slots hit)`` or None.
     The phase is the first on-grid spike. Three on-grid spikes must sit exactly on the grid
     (three points a step or two off an even spacing are too easy to hit by chance).
     """
@@ -110,4 +114,4 @@ def _grid_fit(spikes: np.ndarray, period: int, last: int) -> tuple[int, list[int
     hit = np.abs(grid[None, :] - slots[:, None]).min(axis=1) <= 2 * tol
     if hit.mean() < SLOT_SHARE:
         return None
-    return phase, [int(s) for s in grid], offset
+    return phase, [int(s) for s in grid], offset, float(hit.mean())
