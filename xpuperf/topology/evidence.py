@@ -378,7 +378,8 @@ def assess(
 ) -> tuple[list[Check], list[Finding], Hints]:
     """Run both checks over ``(source, text)`` pairs and the cluster imported from them, plus
     ``topology.nvlink_links`` (XP523/XP524, :mod:`xpuperf.topology.nvlink_check`) when one of
-    the texts is ``nvidia-smi nvlink -s`` output."""
+    the texts is ``nvidia-smi nvlink -s`` output or the cluster has NVLinks (then not_checked
+    without that output)."""
     texts = list(texts)
     hints = Hints()
     for source, text in texts:
@@ -386,5 +387,6 @@ def assess(
     models = [d.model for n in (cluster.nodes if cluster else ()) for d in n.devices if d.model]
     c1, f1 = consumer_p2p(hints.gpu_names + models, hints, cluster)
     c2, f2 = vm_flat(hints, cluster)
-    c3, f3 = nvlink_check.check(texts)  # only when nvidia-smi nvlink -s output was given
+    nvl = any(lk.kind == "nvlink" for n in (cluster.nodes if cluster else ()) for lk in n.links)
+    c3, f3 = nvlink_check.check(texts, nvl)  # not_checked for NVLinks without nvlink -s output
     return [c1, c2, *c3], f1 + f2 + f3, hints

@@ -45,9 +45,13 @@ def _data_rate(card: nvlinks.CardLinks) -> tuple[int | None, float | None, float
     return gen, data, signal
 
 
-def check(texts: Iterable[tuple[str, str]]) -> tuple[list[Check], list[Finding]]:
-    """The check over ``(source, text)`` pairs; ``([], [])`` when none is ``nvidia-smi nvlink
-    -s`` output. A broken output (:class:`~xpuperf.errors.InputError`) is left to the importer."""
+def check(
+    texts: Iterable[tuple[str, str]], has_nvlink: bool = False
+) -> tuple[list[Check], list[Finding]]:
+    """The check over ``(source, text)`` pairs. Without ``nvidia-smi nvlink -s`` output it is
+    ``not_checked`` when the topology has NVLinks (``has_nvlink``: a link that is down would not
+    show in ``topo -m`` or an NCCL dump of the links that work), else absent (``([], [])``).
+    A broken output (:class:`~xpuperf.errors.InputError`) is left to the importer."""
     cards: list[tuple[str, nvlinks.CardLinks]] = []
     for source, text in texts:
         if nvlinks.sniff(text):
@@ -56,7 +60,14 @@ def check(texts: Iterable[tuple[str, str]]) -> tuple[list[Check], list[Finding]]
             except InputError:
                 continue
     if not cards:
-        return [], []
+        if not has_nvlink:
+            return [], []
+        why = (
+            "no `nvidia-smi nvlink -s` output among the files: whether every NVLink is up and "
+            "at full rate is not in the topology; add that output of the same host as one more "
+            "file"
+        )
+        return [Check(NAME, TITLE, CheckStatus.NOT_CHECKED, why, ("XP523", "XP524"))], []
     findings = [f for src, c in cards for f in _card_findings(src, c)]
     if not findings:
         n = sum(len(c.rates) for _, c in cards)

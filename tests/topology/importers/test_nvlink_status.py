@@ -95,11 +95,15 @@ def test_cards_without_links_are_not_checked() -> None:
     assert "1 of 1 NVLinks inactive" in findings[0].message
 
 
-def test_check_runs_only_with_nvlink_output() -> None:
-    assert nvlink_check.check([("x.txt", "nothing here")]) == ([], [])
+def test_check_without_nvlink_output_is_not_checked_where_there_are_nvlinks() -> None:
+    assert nvlink_check.check([("x.txt", "nothing here")]) == ([], [])  # no NVLink: no check
+    # a DGX-1 `topo -m` shows NV1/NV2 links but not whether each is up: not_checked, never clean
     p = fixture_path("nvsmi", "14")
-    checks, _, _ = evidence.assess([(str(p), p.read_text())], import_files([p]).cluster)
-    assert "topology.nvlink_links" not in {c.name for c in checks}
+    checks, found, _ = evidence.assess([(str(p), p.read_text())], import_files([p]).cluster)
+    (c,) = [c for c in checks if c.name == "topology.nvlink_links"]
+    assert c.status.value == "not_checked"
+    assert "nvidia-smi nvlink -s" in c.evidence
+    assert not [f for f in found if f.code in ("XP523", "XP524")]
 
 
 def test_merges_with_topo_m_models_and_links() -> None:
