@@ -332,8 +332,9 @@ def import_(
     files: Annotated[
         list[str],
         typer.Argument(
-            help="Tool outputs from the same hosts: nvidia-smi topo -m, numactl -H, lscpu, "
-            "npu-smi info, NCCL topology XML, rocm-smi --showtopo, HCCL rank table JSON."
+            help="Tool outputs from the same hosts: nvidia-smi topo -m, nvidia-smi nvlink -s, "
+            "numactl -H, lscpu, lstopo, npu-smi info [-t topo], mx-smi topo -m, NCCL topology "
+            "XML, rocm-smi --showtopo, HCCL rank table JSON."
         ),
     ],
     output: Annotated[
