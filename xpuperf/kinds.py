@@ -41,7 +41,10 @@ _NCCL_TESTS = ("# Avg bus bandwidth", "out-of-place", "#  Rank ", "# nThread ")
 _GENERIC = {"csv", "tsv", "jsonl", "parquet"}
 _TOOL = {"nvidia-smi": "nvidia-smi topo -m", "numactl": "numactl -H", "npu-smi": "npu-smi info",
          "nccl-xml": "NCCL topology XML", "rocm-smi": "rocm-smi --showtopo",
-         "hccl-ranktable": "HCCL rank table"}  # fmt: skip
+         "hccl-ranktable": "HCCL rank table", "nvidia-smi-nvlink": "nvidia-smi nvlink -s",
+         "npu-smi-topo": "npu-smi info -t topo", "mx-smi": "mx-smi topo -m"}  # fmt: skip
+GRAPH_DUMP = "an NCCL graph dump (NCCL_GRAPH_DUMP_FILE: the rings and trees NCCL chose)"
+"""What a ``<graphs>`` file is: not a topology and not a step log."""
 
 ANALYZE, CALIBRATE, TOPO = "xpuperf analyze", "xpuperf calibrate", "xpuperf topo"
 _STEP_ROLES = ("step_time_s", "t_end_s", "step_rate", "throughput")
@@ -92,6 +95,8 @@ def kind_of(path: str | Path) -> tuple[str, str] | None:
             hit = mod.sniff(text)
         except Exception:  # a sniffer's bug must not hide the user's real error
             hit = False
+        if hit and name == "nccl-graph":
+            return GRAPH_DUMP, TOPO
         if hit:
             return f"a topology dump ({_TOOL.get(name, name)} output)", TOPO
     if "NCCL INFO " in text or "NCCL WARN " in text:
@@ -146,7 +151,12 @@ def other_kind(path: str | Path, reader: str = ANALYZE) -> str | None:
 
 def _pointer(path: str | Path, what: str, command: str) -> str:
     """``this is WHAT: how to read it with COMMAND``."""
-    if command == TOPO:
+    if what == GRAPH_DUMP:
+        how = (
+            "xpuperf reads the topology NCCL saw instead: rerun with NCCL_TOPO_DUMP_FILE=topo.xml "
+            "and pass that file to `xpuperf topo import`"
+        )
+    elif command == TOPO:
         how = (
             f"audit it with `xpuperf topo check {path}` or turn it into a description file "
             f"with `xpuperf topo import {path}`"

@@ -44,6 +44,11 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
             "nccl-tests",
             "xpuperf calibrate",
         ),
+        (  # not a topology either: the pointer names the dump that is
+            "topology_import_ncclgraph/61_graph_nccl-2.18-graph-dump-ring-tree-4gpu.txt",
+            "NCCL graph dump",
+            "NCCL_TOPO_DUMP_FILE",
+        ),
     ],
 )
 def test_not_a_step_log_names_the_subcommand(path: str, kind: str, command: str) -> None:
