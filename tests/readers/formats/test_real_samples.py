@@ -198,11 +198,24 @@ def test_tfcnn_33_running_mean() -> None:
     ("prefix", "warm", "median_rest"), [("10", 110.12, 324.9), ("11", 763.48, 2505.19)]
 )
 def test_keras_timehistory(prefix: str, warm: float, median_rest: float) -> None:
-    t = read_logs([one("formats_keras", prefix)]).table
+    r = read_logs([one("formats_keras", prefix)])
+    # the configuration printed before training: 'num_gpus': 1 (file 10) / 8 (file 11), one
+    # worker ('worker_hosts': None): the job-level lines are spread over that many cards
+    cards = {"10": 1, "11": 8}[prefix]
+    assert r.job_level_cards == cards
+    t = r.table[r.table["rank"] == 0]
     assert t["step"].tolist() == [100, 200, 300, 400, 500, 600]
-    fps = t["samples"] / t["step_time_s"]
+    fps = t["samples"] * cards / t["step_time_s"]
     assert fps.iloc[0] == pytest.approx(warm, rel=2e-3)
     assert fps.iloc[1:].median() == pytest.approx(median_rest, rel=2e-3)
+
+
+def test_keras_speedup_without_world_size() -> None:
+    # 8 GPUs: median 2505.2 examples/s (corpus README), one GPU 324.9: per-card 313.1, speedup
+    # 2505.19 / 8 / 324.9 = 0.964 — the corpus' 96.4 %, with no --world-size given
+    res = analyze_logs([one("formats_keras", "11")], baseline=str(one("formats_keras", "10")))
+    assert res.summary.ranks == 8
+    assert res.breakdown.speedup == pytest.approx(2505.19 / 8 / 324.9, rel=3e-3)
 
 
 def test_mlperf_04_05_speed_and_scaling() -> None:

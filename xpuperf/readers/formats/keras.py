@@ -13,6 +13,11 @@ The first window (``between steps 0 and N``) includes the first batch: graph tra
 compilation, the input pipeline's start. It is warm-up, not a spike: the warm-up detector
 (:mod:`xpuperf.analysis.warmup`) excludes a slow first row of a log printed every k > 1 steps
 even when the run has fewer than 10 windows.
+
+World size: tf-models prints its configuration (``Final model parameters: {…}``) before
+training; the last ``'num_gpus': G`` (GPUs per worker) and ``'worker_hosts': 'h1:p,h2:p'`` (the
+workers of ``multi_worker_mirrored``; ``None`` = one) seen before the first step line give
+G × workers cards (``TextTable.world_size``); ``num_gpus`` 0 (CPU) gives none.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ EXAMPLE = "TimeHistory: 39.13 seconds, 327.08 examples/second between steps 100 
 LINE = re.compile(
     r"TimeHistory: ([\d.]+) seconds, ([\d.]+) examples/second between steps (\d+) and (\d+)"
 )
+GPUS = re.compile(r"'num_gpus': (\d+)")
+HOSTS = re.compile(r"'worker_hosts': (None|'([^']*)')")
 
 
 def sniff(lines: list[str]) -> bool:
@@ -39,8 +46,14 @@ def read(src: Source) -> TextTable:
     """Parse Keras TimeHistory lines (see the module docstring)."""
     rows = Rows()
     bad: list[int] = []
+    gpus = workers = None  # the configuration printed before training (module docstring)
     for n, _tag, text in console.iter_lines(src, bad):
         if "TimeHistory:" not in text:
+            if not len(rows):
+                if (g := GPUS.search(text)) is not None:
+                    gpus = int(g.group(1))
+                if (h := HOSTS.search(text)) is not None:
+                    workers = len([x for x in (h.group(2) or "").split(",") if x.strip()]) or 1
             continue
         m = LINE.search(text)
         if m is None:
@@ -56,4 +69,9 @@ def read(src: Source) -> TextTable:
     rows.undecodable(bad)
     out = rows.table(src, "Keras 'TimeHistory: … examples/second between steps' line", EXAMPLE)
     out.notes.append(job_level_note("samples = examples/second × step time, the global batch"))
+    if gpus:
+        out.world_size = gpus * (workers or 1)
+        out.world_source = (
+            f"configuration ('num_gpus': {gpus} × {workers or 1} worker(s) of 'worker_hosts')"
+        )
     return out
