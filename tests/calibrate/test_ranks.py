@@ -155,3 +155,17 @@ def test_rank_ids_printed_twice_mean_separate_jobs(tmp_path):
     (w,) = [w for w in res.warnings if "printed more than once" in w]
     assert "(rank 0 on node3 and on node2)" in w
     assert "make MPI=1" in w
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Rank 63", "Rank 99999999999999999999"),  # past int64: was an OverflowError (fuzz)
+        ("nGpus 1", "nGpus 99999999999999999999"),
+    ],
+)
+def test_mangled_huge_ids_are_ignored_not_a_crash(tmp_path, old, new):
+    p = tmp_path / "mangled.txt"
+    p.write_text(ELIDED.read_text().replace(old, new))
+    (t,) = [t for _, t in calibrate_files([p]).tables]
+    assert t.ranks == (63 if "Rank" in old else 64)  # ids up to 62 (63 dropped), or 63

@@ -38,6 +38,8 @@ from xpuperf.calibrate.launch import Launch
 if TYPE_CHECKING:
     from xpuperf.calibrate.nccltests import TableInfo
 
+MAX_RANKS = 1 << 20  # a rank id or count above this is a mangled line, not a job
+
 _HEADER_RE = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
 _PARTIAL_RE = re.compile(r"^#\s*Rank\s+(\d+)(?:\s.*?\bon\s+(\S+)\s+device\b)?")
 _ELISION_RE = re.compile(
@@ -74,12 +76,16 @@ class RankList:
     def header(self, line: str) -> bool:
         """Read ``# nThread T nGpus G``; True when ``line`` is that header."""
         if m := _HEADER_RE.match(line):
-            self.per_process = int(m.group(1)) * int(m.group(2))
+            per = int(m.group(1)) * int(m.group(2))
+            self.per_process = per if 0 < per <= MAX_RANKS else None
             return True
         return False
 
     def add(self, rank: int, host: str, device: str, index: int) -> None:
-        """One complete ``# Rank`` line (``index``: its ``device D``)."""
+        """One complete ``# Rank`` line (``index``: its ``device D``); ids above
+        :data:`MAX_RANKS` are ignored."""
+        if rank >= MAX_RANKS:
+            return
         self.device_index.setdefault(rank, index)
         if rank in self.ranks:
             self.duplicates += 1
@@ -95,7 +101,7 @@ class RankList:
         or an elision. True when it was one of those."""
         cut = line.endswith(("...", "…"))
         if m := _PARTIAL_RE.match(line):
-            if not cut:
+            if not cut or int(m.group(1)) >= MAX_RANKS:
                 return False  # a full line the rank pattern did not take: not ours to read
             self.partial.setdefault(int(m.group(1)), m.group(2))
             self.elisions += 1
@@ -113,7 +119,7 @@ class RankList:
     @property
     def abbreviated(self) -> bool:
         ids = self.ids()
-        return bool(self.elisions or self.partial or (ids and ids != list(range(ids[-1] + 1))))
+        return bool(self.elisions or self.partial or (ids and ids[-1] + 1 != len(ids)))
 
 
 def settle(t: TableInfo, rl: RankList, launch: Launch | None) -> None:
@@ -136,7 +142,7 @@ def settle(t: TableInfo, rl: RankList, launch: Launch | None) -> None:
     n = (ids[-1] // per + 1) * per
     open_end = rl.last_elided and per == 1  # '-g 1' list elided at its end: a lower bound
     got = launch.ranks * per if launch is not None and launch.ranks is not None else None
-    if got is not None and got >= n:
+    if got is not None and n <= got <= MAX_RANKS:
         t.ranks, t.ranks_source = got, f"launcher (line {launch.line}) × {per} per process"
     elif not open_end:
         what = f"nThread × nGpus = {per} per process" if rl.per_process else "1 per process"
