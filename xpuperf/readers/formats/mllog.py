@@ -36,6 +36,9 @@ NAME = "mlperf"
 EXAMPLE = ':::MLLOG {"namespace": "", "time_ms": 1621390073279, "key": "block_start", …}'
 SPEED = re.compile(r"Epoch\[(\d+)\] Batch \[(\d+)-(\d+)\]\s+Speed: ([\d.]+) samples/sec")
 STEPS = re.compile(r"\{'global_steps': (\d+)")
+_FACTS = ("global_batch_size", "train_samples", "d_batch_size", "gradient_accumulation_steps")
+"""MLLOG keys kept: the global batch, the training set size, and the per-card batch and
+accumulation steps that give the world size."""
 
 
 def sniff(lines: list[str]) -> bool:
@@ -68,7 +71,7 @@ def read(src: Source) -> TextTable:
                 continue
             md = e.get("metadata") or {}
             md = md if isinstance(md, dict) else {}
-            if key in ("global_batch_size", "train_samples") and e.get("value") is not None:
+            if key in _FACTS and e.get("value") is not None:
                 ev[key] = as_float(e["value"])  # NaN when not a number
             elif key == "block_start":
                 try:
@@ -131,4 +134,20 @@ def read(src: Source) -> TextTable:
     ))  # fmt: skip
     if len(tags) > 1:
         out.notes.append(f"{max(tags) + 1} ranks print into this log (launcher prefixes)")
+    out.world_size, out.world_source = _world(ev, tags)
     return out
+
+
+def _world(ev: dict[str, float], tags: set[int]) -> tuple[int | None, str]:
+    """Cards of the run: ``global_batch_size`` / (``d_batch_size`` × ``gradient_accumulation
+    _steps``) when that is a whole number (NVIDIA/Dell MXNet ResNet logs), else the ranks of the
+    launcher prefixes (``srun -l``: every rank prints), else None."""
+    gbs, local = ev.get("global_batch_size"), ev.get("d_batch_size")
+    acc = ev.get("gradient_accumulation_steps") or 1.0
+    if gbs and local and acc and gbs == gbs and local == local and acc == acc:
+        n = gbs / (local * acc)
+        if n >= 1 and float(n).is_integer():
+            return int(n), "MLLOG global_batch_size / (d_batch_size × gradient_accumulation_steps)"
+    if len(tags) > 1:
+        return max(tags) + 1, "launcher rank prefixes (srun -l)"
+    return None, ""
