@@ -111,3 +111,23 @@ def test_empty_scheduler_is_refused(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert _main(["ingest", str(logs), "-o", str(out), "--quiet"]) == 0
     assert _main(["analyze", str(out), "--engine", "dask", "--scheduler", " ", "--quiet"]) == 2
     assert "--scheduler is empty" in capsys.readouterr().err
+
+
+def test_job_level_copies_stay_unjudged_through_a_dataset(tmp_path: Path) -> None:
+    # tf_cnn_benchmarks single process: 512 global / 64 per device = 8 cards, spread as copies;
+    # the dataset records it, so analysing the dataset gives no straggler verdict either
+    from xpuperf.engine import analyze_dataset
+    from xpuperf.engine.dataset import read_info, write_dataset
+    from xpuperf.readers import read_logs
+
+    log = Path(__file__).resolve().parents[1] / "data" / "formats_tfcnn"
+    run = read_logs(sorted(log.glob("33_*")))
+    assert run.job_level_cards == 8
+    out = tmp_path / "ds"
+    write_dataset(run.table, out, sources=run.sources, warnings=run.warnings,
+                  job_level_cards=run.job_level_cards, sampled_rows=run.sampled_rows)  # fmt: skip
+    assert read_info(out).job_level_cards == 8
+    res = analyze_dataset(out, engine="pandas")
+    checks = {c.name: c.status.value for c in res.checks}
+    assert checks["steps.stragglers"] == "not_checked"
+    assert checks["steps.sync_stalls"] == "not_checked"

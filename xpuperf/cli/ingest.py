@@ -64,6 +64,8 @@ def ingest(
         sources=run.sources,
         warnings=run.warnings,
         per_partition=ranks_per_partition,
+        job_level_cards=run.job_level_cards,
+        sampled_rows=run.sampled_rows,
     )
     if not quiet:
         parts = -(-info.ranks // info.ranks_per_partition) if info.ranks else 0

@@ -94,6 +94,8 @@ def analyze_dataset(
         straggler_threshold=straggler_threshold,
         sources=red.sources,
         read_warnings=[*red.warnings, *base_warnings],
+        job_level_cards=red.job_level_cards,
+        sampled_rows=red.sampled_rows,
     )
     # a dataset holds step records only: no framework output, no NCCL lines (docs/diagnosis.md)
     result.checks += not_checked_sources(has_nccl=False, has_text=False)

@@ -164,4 +164,5 @@ class DaskEngine:
         median_s, ranks_s, table = got[0], got[1], got[2]
         samples_s = got[3] if samples is not None else None
         table = st.validate(dsmod.restore_dtypes(table), source=f"dataset {dataset}")
-        return Reduced(table, job_frame(median_s, ranks_s, samples_s), info.sources, info.warnings)
+        return Reduced(table, job_frame(median_s, ranks_s, samples_s), info.sources, info.warnings,
+                       info.job_level_cards, info.sampled_rows)  # fmt: skip

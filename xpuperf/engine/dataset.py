@@ -12,8 +12,10 @@ Each Parquet file holds the canonical step table (:mod:`xpuperf.steps`, canonica
 range of ranks, sorted by (rank, step); every rank lives in exactly one partition, so per-rank
 work never crosses partitions. Range labels are zero-padded so that name order is rank order.
 ``_xpuperf_dataset.json`` holds ``{"schema": "xpuperf.dataset/1", "ranks_per_partition", "rows",
-"ranks", "columns", "sources", "warnings"}``: the files the table was read from and the reader's
-warnings, so that analysing the dataset reports the same as analysing the logs.
+"ranks", "columns", "sources", "warnings", "job_level_cards", "sampled_rows"}``: the files the
+table was read from, the reader's warnings and how its rows are to be read (a job-level log
+spread over N cards: copies; rows that are single iterations), so that analysing the dataset
+reports the same as analysing the logs (the last two are optional: null / false).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ class DatasetInfo:
     columns: list[str]
     sources: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    job_level_cards: int | None = None
+    sampled_rows: bool = False
 
 
 def _is_url(path: str) -> bool:
@@ -108,6 +112,10 @@ def read_info(path: str | os.PathLike, storage_options: dict | None = None) -> D
             columns=[str(c) for c in doc["columns"]],
             sources=[str(s) for s in doc.get("sources", [])],
             warnings=[str(w) for w in doc.get("warnings", [])],
+            job_level_cards=None
+            if doc.get("job_level_cards") is None
+            else int(doc["job_level_cards"]),
+            sampled_rows=bool(doc.get("sampled_rows", False)),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(
@@ -155,6 +163,8 @@ def write_dataset(
     sources: list[str],
     warnings: list[str],
     per_partition: int | None = None,
+    job_level_cards: int | None = None,
+    sampled_rows: bool = False,
 ) -> DatasetInfo:
     """Write a validated canonical step table as a dataset into the empty folder ``out``.
 
@@ -194,6 +204,8 @@ def write_dataset(
         [str(c) for c in table.columns],
         list(sources),
         list(warnings),
+        job_level_cards,
+        sampled_rows,
     )
     doc = {
         "schema": SCHEMA,
@@ -203,6 +215,8 @@ def write_dataset(
         "columns": info.columns,
         "sources": info.sources,
         "warnings": info.warnings,
+        "job_level_cards": job_level_cards,
+        "sampled_rows": sampled_rows,
     }
     (out / MARKER).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return info

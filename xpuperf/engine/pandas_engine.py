@@ -46,4 +46,5 @@ class PandasEngine:
                 dataset,
             ) from exc
         table = st.validate(dsmod.restore_dtypes(table), source=f"dataset {dataset}")
-        return Reduced(table, job_steps(table), info.sources, info.warnings)
+        return Reduced(table, job_steps(table), info.sources, info.warnings,
+                       info.job_level_cards, info.sampled_rows)  # fmt: skip
