@@ -67,3 +67,27 @@ def test_too_many_rows_is_not_spread(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert r.job_level_cards is None
     assert r.table["rank"].nunique() == 1
     assert any("would exceed 1,919 rows" in w for w in r.warnings)
+
+
+@pytest.mark.parametrize(
+    ("launch", "cards"),
+    [
+        ("+ torchrun --nproc_per_node=8 --nnodes=4 --node_rank=0 pretrain_gpt.py", 32),
+        ("$ horovodrun -np 16 -H node1:8,node2:8 python train.py", 16),
+        ("mpirun -np 8 --bind-to none python pretrain_gpt.py", 8),
+        ("deepspeed --num_gpus 8 --num_nodes 2 pretrain_gpt.py --deepspeed", 16),
+        ("export WORLD_SIZE=24", 24),
+        ("torchrun --nnodes=1:4 --nproc_per_node=8 pretrain_gpt.py", None),  # elastic: unknown
+    ],
+)
+def test_launch_line_echoed_in_the_log(tmp_path: Path, launch: str, cards: int | None) -> None:
+    r = read_logs([_megatron(tmp_path, launch)])
+    assert r.job_level_cards == cards
+    if cards:
+        assert any("world size read from the log's launch line 1" in w for w in r.warnings)
+        assert (r.table["samples"] == 512 / cards).all()
+
+
+def test_the_logs_own_world_size_beats_a_launch_line(tmp_path: Path) -> None:
+    r = read_logs([_megatron(tmp_path, "mpirun -np 8 python x.py\n" + HEAD)])
+    assert r.job_level_cards == 64  # 'using world size: 64' — the run's own statement

@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from xpuperf.calibrate.infer import COLLECTIVES, DTYPE_BYTES
-from xpuperf.calibrate.launch import Launch
+from xpuperf.readers.launch import Launch
 from xpuperf.calibrate.nccltests import (
     NcclTestsResult,
     TableInfo,

@@ -52,7 +52,7 @@ import pandas as pd
 
 from xpuperf.calibrate import ranks as rank_list
 from xpuperf.calibrate.infer import COLLECTIVES, DTYPE_BYTES, PERF_RE, bus_factor, finish_table
-from xpuperf.calibrate.launch import Launch
+from xpuperf.readers.launch import Launch
 from xpuperf.calibrate.ranks import RankList
 from xpuperf.errors import InputError
 

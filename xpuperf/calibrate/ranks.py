@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from xpuperf.calibrate.launch import Launch
+from xpuperf.readers.launch import Launch
 
 if TYPE_CHECKING:
     from xpuperf.calibrate.nccltests import TableInfo

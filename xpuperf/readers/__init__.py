@@ -301,6 +301,10 @@ def read_logs(
         warnings.extend(warns)
         notes = list(getattr(p.raw, "notes", ()))
         if len(parts) == 1 and world.is_job_level(notes):
+            if world_size is None and not getattr(p.raw, "world_size", None):
+                launch = world.from_launch(p.src)  # `mpirun -np 16` echoed in the log
+                if launch is not None and hasattr(p.raw, "world_size"):
+                    p.raw.world_size, p.raw.world_source = launch
             n, why = world.choose(world_size, p.raw, len(df))
             if why:
                 notes.append(why)

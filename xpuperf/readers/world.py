@@ -67,6 +67,27 @@ MAX_SPREAD_ROWS = 50_000_000
 ``--world-size`` the user gives is always applied."""
 
 
+HEAD_BYTES = 1 << 20
+"""How much of a job-level log's start is searched for a launch line (:func:`from_launch`)."""
+
+
+def from_launch(src: object) -> tuple[int, str] | None:
+    """The world size a launch line near the start of the log states (``mpirun -np 16``,
+    ``horovodrun -np``, ``torchrun --nproc_per_node=8 --nnodes=2``, ``deepspeed --num_gpus``,
+    ``WORLD_SIZE=``; :func:`xpuperf.readers.launch.world_from_lines`), or None. Reads at most
+    :data:`HEAD_BYTES` of ``src`` (a :class:`~xpuperf.readers.base.Source`); never raises on
+    content or I/O."""
+    from xpuperf.readers.launch import world_from_lines
+
+    try:
+        with src.open() as fh:  # type: ignore[attr-defined]
+            head = fh.read(HEAD_BYTES)
+    except (OSError, EOFError, ValueError):
+        return None
+    lines = head.decode("utf-8", "replace").splitlines()[:2000]
+    return world_from_lines(lines)
+
+
 def choose(given: int | None, raw: object, rows: int) -> tuple[int | None, str]:
     """The world size to spread a job-level log over, and a note ("" when none is needed).
 

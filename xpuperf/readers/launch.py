@@ -1,10 +1,15 @@
-"""Rank and node counts from the launch lines a benchmark log echoes (``mpirun``, ``srun``).
+"""Rank and node counts from the launch lines a log echoes (``mpirun``, ``srun``, ``horovodrun``,
+``torchrun``, ``deepspeed``, ``WORLD_SIZE=``): used by ``calibrate`` (nccl-tests, hccl_demo) and
+by ``read_logs`` for the world size of a job-level training log (:func:`world_from_lines`).
 
 A log may list only some ranks (``# Rank`` lines cut with ``...``), so the count is read from
 what the launcher was told: ``mpirun -np 16`` / ``-n 16`` / ``--np 16``, ``srun -n 16`` /
 ``--ntasks=16``, hosts with slots (``--host a:8,b:8``, ``-H a:8,b:8``), ranks per node
 (``-npernode 8``, ``--npernode 8``, ``-N 8`` of OpenMPI, ``--map-by ppr:8:node``,
-``--ntasks-per-node=8``), and the nodes of ``srun -N 2`` / ``--nodes=2``.
+``--ntasks-per-node=8``), and the nodes of ``srun -N 2`` / ``--nodes=2``. PyTorch launchers
+(``torchrun``, ``python -m torch.distributed.run|launch``) and DeepSpeed's give processes per
+node × nodes (``--nproc_per_node=8 --nnodes=2``, ``--num_gpus 8 --num_nodes 2``); a
+``WORLD_SIZE=16`` assignment gives the processes directly.
 
 :func:`launch_counts` reads one line; :class:`Launch` merges what several lines said (the first
 value of each kind wins). Never raises on content.
@@ -15,7 +20,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_LAUNCHERS = re.compile(r"(?:^|[\s/])(mpirun|mpiexec|srun|orterun|prterun)(?:\s|$)")
+_LAUNCHERS = re.compile(r"(?:^|[\s/])(mpirun|mpiexec|srun|orterun|prterun|horovodrun)(?:\s|$)")
+_TORCH = re.compile(r"(?:^|[\s/])(?:torchrun|torch\.distributed\.(?:run|launch)|deepspeed)(?:\s|$)")
+_NPROC = re.compile(r"(?:^|\s)(?:--nproc[_-]per[_-]node|--num[_-]gpus)(?:\s+|=)(\d+)(?=\s|$)")
+_NNODES = re.compile(r"(?:^|\s)(?:--nnodes|--num[_-]nodes)(?:\s+|=)(\d+)(?=\s|$)")
+_WORLD = re.compile(r"(?:^|[\s;])(?:export\s+)?WORLD_SIZE=(\d+)(?=\s|;|$)")
 _NP = re.compile(r"(?:^|\s)(?:-np|--np|-n|--ntasks)(?:\s+|=)(\d+)(?=\s|$)")
 _PER_NODE = re.compile(
     r"(?:^|\s)(?:-npernode|--npernode|--ntasks-per-node)(?:\s+|=)(\d+)(?=\s|$)"
@@ -41,6 +50,11 @@ class Launch:
 
     def update(self, text: str, lineno: int) -> None:
         """Merge what ``text`` (one line) says, when it is a launcher command line."""
+        if self.np is None and (w := _WORLD.search(text)):
+            self.np, self.line = int(w.group(1)), self.line or lineno
+        if _TORCH.search(text):
+            self._torch(text, lineno)
+            return
         m = _LAUNCHERS.search(text)
         if not m:
             return
@@ -65,6 +79,19 @@ class Launch:
         if got and self.line is None:
             self.line = lineno
 
+    def _torch(self, text: str, lineno: int) -> None:
+        """``torchrun --nproc_per_node=8 --nnodes=2`` / ``deepspeed --num_gpus 8 --num_nodes 2``:
+        processes per node and nodes (one node when ``--nnodes`` is absent; an elastic range
+        ``--nnodes=1:4`` says nothing)."""
+        if re.search(r"--nnodes(?:\s+|=)\d+:\d+", text):
+            return
+        if self.per_node is None and (n := _NPROC.search(text)):
+            self.per_node = int(n.group(1))
+            if self.nodes is None:
+                got = _NNODES.search(text)
+                self.nodes = int(got.group(1)) if got else 1
+            self.line = self.line or lineno
+
     @property
     def ranks(self) -> int | None:
         """Processes launched: ``-np``, else the hosts' slots summed (all given), else
@@ -87,3 +114,16 @@ class Launch:
         if ranks is not None and self.per_node and ranks % self.per_node == 0:
             return ranks // self.per_node, "ranks per node"
         return None, ""
+
+
+def world_from_lines(lines: list[str]) -> tuple[int, str] | None:
+    """The processes a launch line in ``lines`` started, and which line said it ("mpirun
+    -np / horovodrun -np / torchrun --nproc_per_node × --nnodes / WORLD_SIZE= (line N)"), or
+    None when no line does."""
+    got = Launch()
+    for i, text in enumerate(lines, 1):
+        got.update(text, i)
+    n = got.ranks
+    if n is None or n < 1:
+        return None
+    return n, f"launch line {got.line}"
