@@ -182,3 +182,12 @@ def test_terminal_names_each_run(tmp_path):
         assert f"three_runs.txt:{line}" in res.output
     assert "XP610" in res.output
     assert "XP612" in res.output
+
+
+def test_a_mangled_root_cell_is_not_a_crash(tmp_path):
+    # '--1' passed `lstrip("-").isdigit()` and then failed int() (found by fuzzing)
+    text = THREE.read_text().replace("sum      -1    5231.6", "sum     --1    5231.6")
+    p = tmp_path / "root.txt"
+    p.write_text(text)
+    fr = read_nccl_tests(p).frame
+    assert fr.loc[fr["size_bytes"] == 1 << 30, "root"].tolist() == [-1, -1, -1]

@@ -52,9 +52,9 @@ import pandas as pd
 
 from xpuperf.calibrate import ranks as rank_list
 from xpuperf.calibrate.infer import COLLECTIVES, DTYPE_BYTES, PERF_RE, bus_factor, finish_table
-from xpuperf.readers.launch import Launch
 from xpuperf.calibrate.ranks import RankList
 from xpuperf.errors import InputError
+from xpuperf.readers.launch import Launch
 
 __all__ = [
     "COLLECTIVES",
@@ -384,7 +384,7 @@ def _row(toks: list[str], layout: tuple[list[str], int, int, str]) -> dict | Non
         "count": count,
         "dtype": vals.get("type", ""),
         "redop": vals.get("redop", ""),
-        "root": int(r) if (r := vals.get("root", "-1")).lstrip("-").isdigit() else -1,
+        "root": int(r) if re.fullmatch(r"-?\d{1,9}", r := vals.get("root", "-1")) else -1,
     }
     for g, name in enumerate(("", "inplace_")[:groups]):
         start = np_ + g * width
