@@ -75,6 +75,42 @@ def _target(name: str) -> Any:
     return target
 
 
+OUTPUT_PARAMS = frozenset({"json_out", "html_out", "md_out", "output", "out"})
+"""Parameters naming what a subcommand writes; every other string parameter naming an existing
+path is an input."""
+
+
+def _guard_paths(cmd: Any) -> None:
+    """Wrap the callback of ``cmd`` (and of its subcommands) so that, before any file is opened,
+    every input argument naming a FIFO, socket, device or looping symlink is refused
+    (:func:`xpuperf.readers.paths.check_inputs`) and every output argument that cannot be
+    written — a looping symlink, a read-only folder — too
+    (:func:`xpuperf.report.output.check_output_path`); both exit 2."""
+    for sub in getattr(cmd, "commands", {}).values():
+        _guard_paths(sub)
+    callback = cmd.callback
+    if callback is None or getattr(callback, "xpuperf_guarded", False):
+        return
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        from xpuperf.readers.paths import check_inputs
+        from xpuperf.report.output import STDOUT, check_output_path
+
+        for key, value in kwargs.items():
+            values = value if isinstance(value, (list, tuple)) else [value]
+            texts = [v for v in values if isinstance(v, str)]
+            if key in OUTPUT_PARAMS:
+                for v in texts:
+                    if v.strip() and v != STDOUT:  # blank ones: the subcommand's own message
+                        check_output_path(v)
+            else:  # also a path through a looping link, which lexists() calls missing
+                check_inputs(texts)
+        return callback(*args, **kwargs)
+
+    guarded.xpuperf_guarded = True  # type: ignore[attr-defined]
+    cmd.callback = guarded
+
+
 def load_command(name: str) -> Any:
     """The click command of subcommand ``name``, importing its module now.
 
@@ -88,6 +124,7 @@ def load_command(name: str) -> Any:
         obj = single
     cmd = typer.main.get_command(obj)
     cmd.name = name
+    _guard_paths(cmd)
     return cmd
 
 
@@ -100,7 +137,10 @@ class _LazyGroup(TyperGroup):
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in self.commands and cmd_name in SUBCOMMANDS:
             self.commands[cmd_name] = load_command(cmd_name)
-        return self.commands.get(cmd_name)
+        cmd = self.commands.get(cmd_name)
+        if cmd is not None:  # also a command registered on `app` directly
+            _guard_paths(cmd)
+        return cmd
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         try:
@@ -157,6 +197,9 @@ def _root(
 
 _OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF})
 """OSError numbers of a failed write to stdout that are the user's setup, not a bug."""
+_ACCESS_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+"""OSError numbers of a file or folder the user may not write (or read): the setup, not a bug
+(e.g. a folder made read-only while ``ingest`` writes into it)."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -217,6 +260,10 @@ def main(argv: list[str] | None = None) -> None:
             _err(f"error: cannot write the output: {e.strerror}; free space or redirect stdout")
             with contextlib.suppress(OSError, ValueError):  # the exit-time flush would fail too
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(EXIT_INPUT)
+        if isinstance(e, OSError) and e.errno in _ACCESS_ERRNOS:
+            what = e.filename if e.filename is not None else " ".join(str(e).split())
+            _err(f"error: {what}: {e.strerror}; check its permissions or choose another path")
             sys.exit(EXIT_INPUT)
         if debug:
             traceback.print_exc()

@@ -1,15 +1,34 @@
-"""Writing outputs safely: never over an input file, atomically (temp file + rename)."""
+"""Writing outputs safely: never over an input file, atomically (temp file + rename), never
+through a looping symlink, into a read-only folder or into a FIFO nobody reads (exit 2)."""
 
 from __future__ import annotations
 
-import glob
+import errno
 import os
+import select
+import stat
 import sys
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from xpuperf.errors import UsageError
+from xpuperf.readers.paths import glob_paths
+
+FIFO_WAIT_S = 10.0
+"""Seconds an output that is a FIFO (``--json >(jq .)``, a named pipe, ``$GITHUB_STEP_SUMMARY``)
+may wait for a reader to open it, and for a reader that stopped reading; then exit 2 (a warning
+for the step summary). ``XPUPERF_FIFO_WAIT_S`` overrides it."""
+
+
+def fifo_wait_s() -> float:
+    """:data:`FIFO_WAIT_S`, or ``$XPUPERF_FIFO_WAIT_S`` when that is a number from 0 to 3600."""
+    try:
+        value = float(os.environ.get("XPUPERF_FIFO_WAIT_S", ""))
+    except ValueError:
+        return FIFO_WAIT_S
+    return value if 0.0 <= value <= 3600.0 else FIFO_WAIT_S
 
 
 def _expanded(inputs: Iterable[str | os.PathLike]) -> Iterator[str]:
@@ -17,9 +36,100 @@ def _expanded(inputs: Iterable[str | os.PathLike]) -> Iterator[str]:
     for p in inputs:
         text = os.fspath(p)
         if not Path(text).exists() and any(c in text for c in "*?["):
-            yield from glob.glob(text, recursive=True)  # noqa: PTH207 (absolute patterns too)
+            yield from glob_paths(text)  # a symlink loop cannot make it endless
         else:
             yield text
+
+
+def _resolved(path: str | os.PathLike) -> Path:
+    """``path`` with symbolic links resolved; a looping one is left as it is (no error)."""
+    return Path(os.path.realpath(path))
+
+
+def check_output_path(out: str | os.PathLike) -> None:
+    """Refuse an output path that cannot be written, before any work: empty, a NUL byte, a
+    symbolic link that loops (the path or a folder on the way to it), or a place whose folder
+    is read-only (no write permission, a read-only mount, an immutable folder). ``-`` (stdout),
+    devices and FIFOs pass: they are written through (:func:`write_text_atomic`). A folder
+    output (``ingest -o``) must itself be writable when it exists.
+
+    Raises:
+        UsageError: one line naming the path, what is wrong and what to do.
+    """
+    text = os.fspath(out)
+    if not text.strip():
+        raise UsageError("output path is empty; give a file name")
+    if text == STDOUT:
+        return
+    try:
+        mode: int | None = Path(text).stat().st_mode
+    except ValueError:
+        raise UsageError(f"cannot write {text!r}: the path contains a NUL byte") from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise UsageError(
+                f"cannot write {text}: it is, or goes through, a symbolic link that loops; fix or "
+                "remove the link, or choose another path"
+            ) from None
+        mode = None
+    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return
+    real = _resolved(text)
+    place = real if mode is not None and stat.S_ISDIR(mode) else real.parent
+    if place.is_dir() and not os.access(place, os.W_OK):
+        raise UsageError(
+            f"cannot write {text}: folder {place} is read-only (no write permission, a "
+            "read-only mount or an immutable folder); choose another path"
+        )
+
+
+def _write_special(path: str | os.PathLike, text: str, wait_s: float) -> None:
+    """Write ``text`` through an existing FIFO, device or ``/dev/stdout``, never replacing it.
+
+    A FIFO is opened without blocking, retried until a reader opens it or ``wait_s`` passed;
+    a reader that stops reading for ``wait_s`` ends the write too.
+
+    Raises:
+        OSError: ``ENXIO`` (no reader), ``ETIMEDOUT`` (the reader stopped), any other failure.
+    """
+    if not stat.S_ISFIFO(Path(path).stat().st_mode):
+        with Path(path).open("a", encoding="utf-8") as fh:
+            fh.write(text)
+        return
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_APPEND)
+            break
+        except OSError as e:
+            if e.errno != errno.ENXIO or time.monotonic() >= deadline:
+                raise
+            time.sleep(min(0.05, wait_s))
+    try:
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            try:
+                data = data[os.write(fd, data) :]
+            except BlockingIOError:
+                if not select.select([], [fd], [], wait_s)[1]:
+                    raise OSError(errno.ETIMEDOUT, "the reader stopped reading") from None
+    finally:
+        os.close(fd)
+
+
+def _special_error(path: str | os.PathLike, e: OSError, wait_s: float) -> str:
+    """One line for a failed write through a FIFO or device."""
+    if e.errno == errno.ENXIO:
+        return (
+            f"cannot write {os.fspath(path)}: a FIFO (named pipe) that no process opened for "
+            f"reading within {wait_s:g} s; start the reader first or write to a regular file"
+        )
+    if e.errno == errno.ETIMEDOUT:
+        return (
+            f"cannot write {os.fspath(path)}: the FIFO's reader stopped reading for "
+            f"{wait_s:g} s; write to a regular file"
+        )
+    return f"cannot write {os.fspath(path)}: {e.strerror}"
 
 
 STDOUT = "-"
@@ -56,10 +166,11 @@ def write_output(path: str, text: str) -> None:
 
 def check_not_input(out: str | os.PathLike, inputs: Iterable[str | os.PathLike]) -> None:
     """Raise :class:`UsageError` if ``out`` resolves to one of ``inputs`` (files, dirs or the
-    matches of glob patterns)."""
-    target = Path(out).resolve()
+    matches of glob patterns), or cannot be written (:func:`check_output_path`)."""
+    check_output_path(out)
+    target = _resolved(out)
     for p in _expanded(inputs):
-        src = Path(p).resolve()
+        src = _resolved(p)
         if target == src or (src.is_dir() and src in target.parents and target.exists()):
             raise UsageError(
                 f"refusing to write {out}: it is one of the inputs; choose another output path"
@@ -71,26 +182,27 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
 
     An interrupted run leaves either the old file or the new one, never a partial file. A
     symlink is followed (the file it points to is replaced, the link stays); an existing
-    device, FIFO or other special file is written to directly, never replaced. New files get
-    the usual mode (0666 less the umask), an existing file keeps its mode.
+    device, FIFO or other special file is written to directly, never replaced (a FIFO waits
+    at most :func:`fifo_wait_s` for its reader). New files get the usual mode (0666 less the
+    umask), an existing file keeps its mode.
 
     Raises:
-        UsageError: empty path, the directory does not exist, or the file cannot be written.
+        UsageError: empty path, a looping symlink, a read-only folder, the directory does not
+            exist, a FIFO without a reader, or the file cannot be written.
     """
-    if not str(path):
-        raise UsageError("output path is empty; give a file name")
+    check_output_path(path)
     target = Path(path)
-    if target.is_symlink():
-        target = target.resolve()
     if target.exists() and not target.is_file():
         if target.is_dir():
             raise UsageError(f"cannot write {path}: it is a directory; give a file name")
-        try:  # /dev/stdout, a FIFO, a device: write through, never replace
-            with target.open("w", encoding="utf-8") as fh:
-                fh.write(text)
+        wait_s = fifo_wait_s()
+        try:  # /dev/stdout, a FIFO, a device: write through (unresolved), never replace
+            _write_special(target, text, wait_s)
         except OSError as e:
-            raise UsageError(f"cannot write {path}: {e.strerror}") from None
+            raise UsageError(_special_error(path, e, wait_s)) from None
         return
+    if target.is_symlink():
+        target = _resolved(target)
     parent = target.parent
     if not parent.is_dir():
         raise UsageError(f"cannot write {path}: directory {parent} does not exist")
@@ -142,15 +254,24 @@ def write_markdown_outputs(
     if md_out and md_out != STDOUT:
         kept.append(md_out)
     try:
+        check_output_path(summary_path)
+    except UsageError as e:
+        return f"$GITHUB_STEP_SUMMARY: {e}: step summary not written"
+    try:
         check_not_input(summary_path, kept)
     except UsageError:
         return (
             f"$GITHUB_STEP_SUMMARY ({summary_path}) is an input or output of this run: step "
             "summary not written"
         )
+    wait_s = fifo_wait_s()
     try:
-        with Path(summary_path).open("a", encoding="utf-8") as fh:
-            fh.write(text)
+        if special := not Path(summary_path).is_file() and Path(summary_path).exists():
+            _write_special(summary_path, text, wait_s)  # a FIFO: bounded wait for its reader
+        else:
+            with Path(summary_path).open("a", encoding="utf-8") as fh:
+                fh.write(text)
     except OSError as e:
-        return f"cannot append to $GITHUB_STEP_SUMMARY: {e}"
+        why = _special_error(summary_path, e, wait_s) if special else f"cannot append: {e}"
+        return f"$GITHUB_STEP_SUMMARY: {why}: step summary not written"
     return None
