@@ -145,3 +145,15 @@ def test_unknown_ranks_use_measured_ratio():
     (fit,) = fit_frame(read_nccl_tests(FILES["crossnic0"]).frame)
     assert fit.bus_factor == pytest.approx(1.75)
     assert fit.nodes is None
+
+
+def test_unknown_ranks_factor_ignores_impossible_busbw_over_algbw():
+    # fuzzing put busbw = 1e308 in a row of a table without ranks: busbw/algbw = 1e306 made
+    # f·S overflow; ratios above 2 (2(n−1)/n < 2 for every collective) are not a bus factor
+    sizes = np.array([1, 2, 4, 8, 16]) * MIB
+    times = 50 + 1.5 * sizes / 40e3  # 4 ranks: f = 1.5, B = 40 GB/s
+    df = _frame(sizes, times, ranks=4).assign(ranks=pd.array([pd.NA] * 5, dtype="Int64"))
+    df.loc[[1, 2, 3], "busbw_GBps"] = 1e308  # a majority: the median alone would be 1e306
+    (fit,) = fit_frame(df)
+    assert fit.bus_factor == pytest.approx(1.5)  # the median of the 2 sane rows
+    assert fit.busbw_GBps == pytest.approx(40, rel=1e-3)

@@ -308,9 +308,12 @@ def fit_frame(
             g, t, sizes = g[keep], t[keep], sizes[keep]
         else:
             ex = ex.iloc[:0]
-        p, k, (res, scale), uniq, pred_t = fit_group(
-            sizes, t.to_numpy(dtype=float), factor, max_lines=max_lines
-        )
+        try:
+            p, k, (res, scale), uniq, pred_t = fit_group(
+                sizes, t.to_numpy(dtype=float), factor, max_lines=max_lines
+            )
+        except ValueError:  # times so large the residuals overflow: a mangled table, no fit
+            continue
         fit = _build(
             coll,
             ranks,
@@ -347,10 +350,9 @@ def _times(g: pd.DataFrame, measurement: str) -> pd.Series:
 def _factor(coll: str, ranks: int | None, g: pd.DataFrame) -> float:
     if ranks is not None:
         return bus_factor(coll, ranks)
-    ok = g[(g["algbw_GBps"] >= 0.5) & (g["busbw_GBps"] > 0)]
-    if ok.empty:
-        return 1.0
-    return float((ok["busbw_GBps"] / ok["algbw_GBps"]).median())
+    ratio = g["busbw_GBps"] / g["algbw_GBps"]
+    ok = ratio[(g["algbw_GBps"] >= 0.5) & (ratio > 0) & (ratio <= 2)]  # 2(n−1)/n < 2 at most
+    return float(ok.median()) if not ok.empty else 1.0
 
 
 def _build(coll, ranks, nodes, factor, sizes, t, p, k, res, scale, uniq, pred_t, sources) -> Fit:
