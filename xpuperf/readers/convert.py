@@ -100,10 +100,14 @@ def to_float(s: pd.Series) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def _epoch_seconds(dt: pd.Series) -> np.ndarray:
+    """Date-times → epoch seconds (NaN for NaT), through microseconds: every year from 1 to
+    9999 fits there, where nanoseconds (``dt - Timestamp(0)``) would overflow."""
     if isinstance(dt.dtype, pd.DatetimeTZDtype):
         dt = dt.dt.tz_convert("UTC").dt.tz_localize(None)
-    secs = (dt - pd.Timestamp(0)) / pd.Timedelta(1, "s")
-    return np.array(secs.to_numpy(dtype=np.float64, na_value=np.nan))
+    us = np.asarray(dt.to_numpy(), dtype="datetime64[us]")
+    secs = us.astype(np.int64) / 1e6
+    secs[np.isnat(us)] = np.nan
+    return secs
 
 
 def parse_iso(s: pd.Series) -> np.ndarray:

@@ -35,6 +35,7 @@ from xpuperf.readers import columns as colmod
 from xpuperf.readers import lines as ln
 from xpuperf.readers.base import Drop, Format, RawTable, Source
 from xpuperf.readers.csvchunks import stream_csv, undecodable_rows
+from xpuperf.surrogates import clean_parsed
 
 _CSV_COLUMN_ERROR = re.compile(r"In CSV column #(\d+)")
 
@@ -93,12 +94,17 @@ def _column_type(name: str) -> pa.DataType | None:
     return pa.float64()
 
 
+_STEP_TIME_SOURCES = frozenset({"step_time_s", "step_rate", "throughput", "t_end_s"})
+"""Fields a step time can come from (:func:`xpuperf.readers.build.prepare`): a header with none
+of them is refused before its rows are parsed (a file of step numbers only, of any size)."""
+
+
 def _read_delimited(src: Source, delimiter: str) -> RawTable:
     hidx, header = _header(src, delimiter)
     names = ln.unique_names(header)
     wanted = colmod.select(names)
-    if not wanted:
-        return RawTable(pd.DataFrame(), columns=names)
+    if not wanted or not colmod.resolve(names).keys() & _STEP_TIME_SOURCES:
+        return RawTable(pd.DataFrame(), columns=names)  # refused by its header: body not read
     types = {n: t for n in wanted if (t := _column_type(n)) is not None}
     hits: list[int] = []
 
@@ -176,7 +182,8 @@ def _records_frame(records: list[object]) -> tuple[pd.DataFrame, np.ndarray, Dro
 def _read_json_document(src: Source) -> RawTable:
     text = src.read_all()
     try:
-        doc = json.loads(text.decode("utf-8-sig"))
+        decoded = text.decode("utf-8-sig")
+        doc = clean_parsed(json.loads(decoded), decoded)
     except UnicodeDecodeError as exc:
         raise InputError(f"{ln.UNDECODABLE}", src.name) from exc
     except json.JSONDecodeError as exc:

@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from xpuperf.errors import InputError
 from xpuperf.readers.base import Drop, Source
+from xpuperf.surrogates import clean_parsed
 
 CHUNK = 1 << 22
 _QUOTE, _NL, _CR = 34, 10, 13
@@ -372,7 +373,7 @@ def read_json_lines(src: Source) -> tuple[pd.DataFrame, np.ndarray, list[Drop]]:
             drops.add(TOO_DEEP, n)
             continue
         try:
-            obj = json.loads(text)
+            obj = clean_parsed(json.loads(text), text)
         except RecursionError:
             drops.add(TOO_DEEP, n)
             continue

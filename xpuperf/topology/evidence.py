@@ -37,6 +37,7 @@ import yaml
 
 from xpuperf.errors import InputError
 from xpuperf.findings import Check, CheckStatus, Finding, Severity
+from xpuperf.surrogates import clean_parsed
 from xpuperf.topology import nvlink_check
 from xpuperf.topology.importers import nvsmi
 from xpuperf.topology.model import Cluster, Node
@@ -149,6 +150,7 @@ def kept(text: str, source: str = "<text>") -> Hints:
         return h
     try:
         data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+        data = clean_parsed(data, text)
     except (ValueError, yaml.YAMLError, RecursionError):
         return h  # the loader reports a broken description with its line
     block = data.get("evidence") if isinstance(data, dict) else None

@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 import yaml
 
 from xpuperf.errors import InputError
+from xpuperf.surrogates import clean_parsed
 from xpuperf.topology.model import FABRICS, LATENCY_US, Cluster, Network, Node
 from xpuperf.topology.schema import (
     QUANTITIES,
@@ -203,6 +204,7 @@ def loads(text: str, fmt: str = "yaml", source: str | Path | None = None) -> Clu
             data = yaml.safe_load(text)
             _check_expanded_size(data, source)  # before _line_map walks the same aliases
             lines = _line_map(text)
+        data = clean_parsed(data, text)  # a lone "\ud800" cannot be written out as UTF-8
     except json.JSONDecodeError as e:
         raise InputError(f"not valid JSON: {e.msg}", source, e.lineno) from None
     except RecursionError:

@@ -39,6 +39,7 @@ from typing import Any
 import yaml
 
 from xpuperf.errors import InputError
+from xpuperf.surrogates import clean_parsed
 from xpuperf.topology.binding.launcher import TORCHRUN_MODES, parse_launcher
 from xpuperf.topology.binding.records import (
     BindingFile,
@@ -94,9 +95,10 @@ def _load(text: str, source: str) -> tuple[Any, dict[int, int]]:
         if stripped.startswith(("{", "[")):
             data = json.loads(text)
             _check_expanded_size(data, source)
-            return data, {}
+            return clean_parsed(data, text), {}
         data = yaml.safe_load(text)
         _check_expanded_size(data, source)  # YAML aliases ("billion laughs")
+        data = clean_parsed(data, text)
         root = yaml.compose(text)
     except json.JSONDecodeError as e:
         raise InputError(f"not valid JSON: {e.msg}", source, e.lineno) from None

@@ -46,6 +46,12 @@ from xpuperf.topology.model import Link
 NAME = "nccl-xml"
 GT_TO_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 NVSWITCH_CLASS = "0x068000"
+MAX_GPUS = 256
+"""Most GPUs in one file: NCCL's own ``NCCL_TOPO_MAX_NODES`` (src/graph/topo.h, 256 through
+NCCL 2.2x; later releases raise it for multi-node NVLink domains). Cards are linked in pairs,
+so the work grows with the square of the count; past the cap the file is refused in
+seconds instead of running for minutes (issue 21)."""
+_GPU_CLASS = re.compile(r"""\bclass\s*=\s*["']0x03""")
 
 
 def sniff(text: str) -> bool:
@@ -71,6 +77,13 @@ def parse(text: str, source: str = "<text>") -> Imported:
     if re.search(r"<!\s*(DOCTYPE|ENTITY)", text, re.I):
         raise InputError("XML with a DOCTYPE or ENTITY declaration is refused (unsafe); "
                          "NCCL topology files have none", source)  # fmt: skip
+    n_gpus = len(_GPU_CLASS.findall(text))  # before parsing: a huge file is refused fast
+    if n_gpus > MAX_GPUS:
+        raise InputError(
+            f"{n_gpus} GPUs in one topology XML, more than {MAX_GPUS} (NCCL_TOPO_MAX_NODES): "
+            "not one host's topology; import each host's NCCL_TOPO_DUMP_FILE separately",
+            source,
+        )
     try:
         root = ET.fromstring(text)
     except ET.ParseError as e:

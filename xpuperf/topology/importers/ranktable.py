@@ -27,6 +27,7 @@ import re
 from typing import Any
 
 from xpuperf.errors import InputError
+from xpuperf.surrogates import clean_parsed
 from xpuperf.topology.importers.base import HostFacts, Imported, NicFacts
 
 NAME = "hccl-ranktable"
@@ -56,7 +57,7 @@ def parse(text: str, source: str = "<text>") -> Imported:
         InputError: see the module docstring.
     """
     try:
-        data = json.loads(text)
+        data = clean_parsed(json.loads(text), text)
     except json.JSONDecodeError as e:
         raise InputError(f"not valid JSON: {e.msg}", source, e.lineno) from None
     except RecursionError:
