@@ -335,3 +335,39 @@ def test_a_permission_error_while_writing_exits_2(
         f"xpuperf: error: {tmp_path / 'ds'}: Operation not permitted; check its permissions or "
         "choose another path"
     )
+
+
+def test_a_socket_as_input_and_as_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    log(Path("good.csv"))
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind("s.csv")
+        line = one_error(run(["analyze", "s.csv"], capsys))
+        assert line.startswith("xpuperf: error: s.csv: a socket, not a regular file")
+        line = one_error(run(["analyze", "good.csv", "-q", "--json", "s.csv"], capsys))
+        assert line == (
+            "xpuperf: error: cannot write s.csv: a socket, not a regular file; write to a file"
+        )
+
+
+def test_glob_paths_matches_glob_on_a_tree_without_links(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without links ``glob_paths`` is ``glob.glob(recursive=True)`` (hidden folders skipped,
+    ``**`` matching zero or more folders), for relative and absolute patterns."""
+    import glob
+
+    monkeypatch.chdir(tmp_path)
+    for f in ("x.csv", "a/y.csv", "a/b/c/z.csv", ".hid/h.csv", "a/b/w.txt"):
+        Path(f).parent.mkdir(parents=True, exist_ok=True)
+        Path(f).write_text("")
+    patterns = ["**/*.csv", "a/**/c", "a/**", "*/**/*.csv", "**/b/**/*.csv", "**", "a//**/*.csv"]
+    patterns.append(f"{tmp_path}/**/*.csv")
+    for pat in patterns:
+        expected = sorted(str(Path(p)) for p in glob.glob(pat, recursive=True))  # noqa: PTH207
+        assert sorted(glob_paths(pat)) == expected, pat

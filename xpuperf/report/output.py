@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from xpuperf.errors import UsageError
-from xpuperf.readers.paths import glob_paths
+from xpuperf.readers.paths import glob_paths, special_kind
 
 FIFO_WAIT_S = 10.0
 """Seconds an output that is a FIFO (``--json >(jq .)``, a named pipe, ``$GITHUB_STEP_SUMMARY``)
@@ -119,6 +119,9 @@ def _write_special(path: str | os.PathLike, text: str, wait_s: float) -> None:
 
 def _special_error(path: str | os.PathLike, e: OSError, wait_s: float) -> str:
     """One line for a failed write through a FIFO or device."""
+    kind = special_kind(path)
+    if e.errno == errno.ENXIO and kind is not None and not kind.startswith("a FIFO"):
+        return f"cannot write {os.fspath(path)}: {kind}, not a regular file; write to a file"
     if e.errno == errno.ENXIO:
         return (
             f"cannot write {os.fspath(path)}: a FIFO (named pipe) that no process opened for "
