@@ -63,8 +63,8 @@ def analyze_logs(
         run = read_logs(paths, fmt=fmt, batch_size=batch_size, world_size=world_size)
     except InputError as exc:
         raise _pointed(exc) from exc.__cause__
-    base_table, base_warnings = read_baseline(baseline, fmt=fmt, batch_size=batch_size)
-    warnings, job_files = _skipped_job_output(run.warnings)
+    base_table, base_warnings, base_notes = read_baseline(baseline, fmt=fmt, batch_size=batch_size)
+    warnings, job_files = _skipped_job_output(run.problems())
     result = analyze(
         run.table,
         baseline=base_table,
@@ -75,7 +75,8 @@ def analyze_logs(
         job_level_cards=run.job_level_cards,
         sampled_rows=run.sampled_rows,
     )
-    result.read_warnings += [f"{p}: {_AUX_NOTE}" for p in job_files]  # notes, not XP401
+    # notes, not XP401: how the logs were read, the job output files
+    result.read_warnings += [*run.notes, *base_notes, *(f"{p}: {_AUX_NOTE}" for p in job_files)]
     texts = [Path(p) for p in (*run.sources, *extra_text, *job_files)]
     add_events(result, scan_events(list(dict.fromkeys(texts)), run.table))
     return result
@@ -125,11 +126,12 @@ def _pointed(exc: InputError) -> InputError:
 
 def read_baseline(
     baseline: str | os.PathLike | None, *, fmt: str | None = None, batch_size: float | None = None
-) -> tuple[pd.DataFrame | None, list[str]]:
-    """The single-card baseline's step table and its reader warnings (prefixed ``baseline:``),
-    or ``(None, [])`` without a baseline. Raises InputError as :func:`read_logs`."""
+) -> tuple[pd.DataFrame | None, list[str], list[str]]:
+    """The single-card baseline's step table, its reader warnings and its reader notes (both
+    prefixed ``baseline:``), or ``(None, [], [])`` without a baseline. Raises InputError as
+    :func:`read_logs`."""
     if baseline is None:
-        return None, []
+        return None, [], []
     try:
         base = read_logs([baseline], fmt=fmt, batch_size=batch_size)
     except InputError as exc:
@@ -141,7 +143,11 @@ def read_baseline(
             f"is {got[0]}",
             baseline,
         ) from None
-    return base.table, [f"baseline: {w}" for w in base.warnings]
+    return (
+        base.table,
+        [f"baseline: {w}" for w in base.problems()],
+        [f"baseline: {n}" for n in base.notes],
+    )
 
 
 @dataclass

@@ -91,3 +91,21 @@ def test_launch_line_echoed_in_the_log(tmp_path: Path, launch: str, cards: int |
 def test_the_logs_own_world_size_beats_a_launch_line(tmp_path: Path) -> None:
     r = read_logs([_megatron(tmp_path, "mpirun -np 8 python x.py\n" + HEAD)])
     assert r.job_level_cards == 64  # 'using world size: 64' — the run's own statement
+
+
+def test_notes_on_how_a_complete_log_was_read_are_not_xp401(tmp_path: Path) -> None:
+    # every line of the log is read; the reader only says how (job-level lines, world size):
+    # log completeness is clean and the notes still reach the report
+    res = analyze_logs([_megatron(tmp_path, HEAD)], warmup=0)
+    assert "XP401" not in {f.code for f in res.findings}
+    checks = {c.name: c.status.value for c in res.checks}
+    assert checks["steps.completeness"] == "clean"
+    assert any("world size read from the log" in w for w in res.read_warnings)
+
+
+def test_a_skipped_row_is_still_xp401(tmp_path: Path) -> None:
+    p = _megatron(tmp_path, HEAD)
+    with p.open("a", encoding="utf-8") as f:
+        f.write(" iteration       31/    1000 | elapsed time per iteration (ms): x.y |\n")
+    res = analyze_logs([p], warmup=0)
+    assert "XP401" in {f.code for f in res.findings}

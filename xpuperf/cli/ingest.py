@@ -62,10 +62,11 @@ def ingest(
         run.table,
         target,
         sources=run.sources,
-        warnings=run.warnings,
+        warnings=run.problems(),
         per_partition=ranks_per_partition,
         job_level_cards=run.job_level_cards,
         sampled_rows=run.sampled_rows,
+        notes=run.notes,
     )
     if not quiet:
         parts = -(-info.ranks // info.ranks_per_partition) if info.ranks else 0

@@ -85,7 +85,7 @@ def analyze_dataset(
         else engine
     )
     red = eng.reduce(os.fspath(dataset))
-    base_table, base_warnings = read_baseline(baseline, fmt=fmt, batch_size=batch_size)
+    base_table, base_warnings, base_notes = read_baseline(baseline, fmt=fmt, batch_size=batch_size)
     result = analyze(
         red.table,
         job=red.job,
@@ -97,6 +97,7 @@ def analyze_dataset(
         job_level_cards=red.job_level_cards,
         sampled_rows=red.sampled_rows,
     )
+    result.read_warnings += [*red.notes, *base_notes]  # how the logs were read: not XP401
     # a dataset holds step records only: no framework output, no NCCL lines (docs/diagnosis.md)
     result.checks += not_checked_sources(has_nccl=False, has_text=False)
     return result

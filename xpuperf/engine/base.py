@@ -28,8 +28,8 @@ class Reduced:
             over ranks, s), ``ranks`` int64, ``samples`` (Σ over ranks), ``fps`` (samples/s).
         sources: the log files the dataset was ingested from.
         warnings: the reader warnings recorded at ingest.
-        job_level_cards, sampled_rows: how the rows are to be read, as recorded at ingest
-            (:class:`xpuperf.readers.ReadResult`).
+        job_level_cards, sampled_rows, notes: how the rows are to be read and the reader's
+            notes, as recorded at ingest (:class:`xpuperf.readers.ReadResult`).
     """
 
     table: pd.DataFrame
@@ -38,6 +38,7 @@ class Reduced:
     warnings: list[str] = field(default_factory=list)
     job_level_cards: int | None = None
     sampled_rows: bool = False
+    notes: list[str] = field(default_factory=list)
 
 
 class Engine(Protocol):

@@ -12,10 +12,11 @@ Each Parquet file holds the canonical step table (:mod:`xpuperf.steps`, canonica
 range of ranks, sorted by (rank, step); every rank lives in exactly one partition, so per-rank
 work never crosses partitions. Range labels are zero-padded so that name order is rank order.
 ``_xpuperf_dataset.json`` holds ``{"schema": "xpuperf.dataset/1", "ranks_per_partition", "rows",
-"ranks", "columns", "sources", "warnings", "job_level_cards", "sampled_rows"}``: the files the
-table was read from, the reader's warnings and how its rows are to be read (a job-level log
-spread over N cards: copies; rows that are single iterations), so that analysing the dataset
-reports the same as analysing the logs (the last two are optional: null / false).
+"ranks", "columns", "sources", "warnings", "notes", "job_level_cards", "sampled_rows"}``: the
+files the table was read from, the reader's warnings (skipped rows) and notes (how the logs were
+read), and how its rows are to be read (a job-level log spread over N cards: copies; rows that
+are single iterations), so that analysing the dataset reports the same as analysing the logs
+(the last three are optional).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class DatasetInfo:
     warnings: list[str] = field(default_factory=list)
     job_level_cards: int | None = None
     sampled_rows: bool = False
+    notes: list[str] = field(default_factory=list)
 
 
 def _is_url(path: str) -> bool:
@@ -116,6 +118,7 @@ def read_info(path: str | os.PathLike, storage_options: dict | None = None) -> D
             if doc.get("job_level_cards") is None
             else int(doc["job_level_cards"]),
             sampled_rows=bool(doc.get("sampled_rows", False)),
+            notes=[str(n) for n in doc.get("notes", [])],
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(
@@ -165,6 +168,7 @@ def write_dataset(
     per_partition: int | None = None,
     job_level_cards: int | None = None,
     sampled_rows: bool = False,
+    notes: list[str] | None = None,
 ) -> DatasetInfo:
     """Write a validated canonical step table as a dataset into the empty folder ``out``.
 
@@ -206,6 +210,7 @@ def write_dataset(
         list(warnings),
         job_level_cards,
         sampled_rows,
+        list(notes or []),
     )
     doc = {
         "schema": SCHEMA,
@@ -217,6 +222,7 @@ def write_dataset(
         "warnings": info.warnings,
         "job_level_cards": job_level_cards,
         "sampled_rows": sampled_rows,
+        "notes": info.notes,
     }
     (out / MARKER).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return info

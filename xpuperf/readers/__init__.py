@@ -82,6 +82,9 @@ class ReadResult:
             nothing can be said about differences between ranks; None otherwise.
         sampled_rows: every file's rows are single iterations shown every k (a reader's
             ``TextTable.sampled``: nanoGPT, timm), not window means.
+        notes: the lines of ``warnings`` that say how the logs were read (``file: note``):
+            job-level lines, the world size found, tokens derived, deduplicated lines… — no
+            sign of an incomplete log, so they do not count as XP401 (:meth:`problems`).
     """
 
     table: pd.DataFrame
@@ -90,6 +93,12 @@ class ReadResult:
     skipped_rows: int = 0
     job_level_cards: int | None = None
     sampled_rows: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def problems(self) -> list[str]:
+        """``warnings`` without the ``notes``: skipped rows and files, mismatches (XP401)."""
+        said = set(self.notes)
+        return [w for w in self.warnings if w not in said]
 
 
 def register_format(fmt: Format) -> None:
@@ -294,6 +303,7 @@ def read_logs(
         raise InputError("no readable log file among the inputs: " + "; ".join(warnings))
     build.assign_ranks(parts)
     frames = []
+    read_notes: list[str] = []
     skipped = 0
     spread: int | bool = False  # the N a job-level log was spread over
     for p in parts:
@@ -318,7 +328,9 @@ def read_logs(
                         getattr(p.raw, "world_source", "") if world_size is None else "",
                     )
                 )
-        warnings.extend(f"{p.src.name}: {note}" for note in notes)
+        said = [f"{p.src.name}: {note}" for note in notes]
+        warnings.extend(said)
+        read_notes.extend(said)
         skipped += sum(d.count for d in p.raw.drops) + sum(n for _, n, _ in p.pending)
         if df.empty and (p.pending or p.raw.drops):
             warnings.append(f"{p.src.name}: no usable rows remain in this file")
@@ -345,6 +357,7 @@ def read_logs(
         skipped,
         int(spread) if spread else None,
         sampled,
+        read_notes,
     )
 
 
