@@ -173,3 +173,20 @@ def test_literal_braces_and_phase_units() -> None:
     assert compile_pattern("{step}}} {step_time_s}").values("3} 1")["step"] == 3
     # 1500 µs = 0.0015 s; 'sec' is a unit suffix of readers/columns.py
     assert vals == {"step": 3.0, "data_s": pytest.approx(0.0015), "step_time_s": 0.25}
+
+
+def test_many_skips_match_in_one_way() -> None:
+    # `{_}` before another `{_}` is one word and `{_}` before a literal stops at its first
+    # occurrence: six skips on a 50-word line that nearly matches were an n^6 backtracking
+    # search (a hang, QA of issue 18); now each skip has one way to match
+    pat = compile_pattern("{_} {_} {_} {_} {_} {_} took {step_time_ms}ms")
+    assert pat.regex.pattern.count(r"\S+") == 5
+    words = " ".join(f"w{i}" for i in range(50))
+    assert pat.values(words + " took 5ms") == {"step_time_s": pytest.approx(0.005)}
+    assert pat.values(words + " took 5") is None  # no 'ms': no match, found at once
+    assert pat.prefix_depth(words + " took 5")[0] >= 13  # the closest-line search too
+    # a lone {_} before a field still skips anything (several words)
+    got = compile_pattern("it {step}/{_} {samples_per_s} img/s").values(
+        "it 120/5000 | loss 2.31 | 157.5 img/s"
+    )
+    assert got == {"step": 120.0, "throughput": 157.5}

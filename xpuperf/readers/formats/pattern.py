@@ -24,7 +24,8 @@ field                                  meaning
                                        ISO 8601 (read by ``console.timestamp``); without a time
                                        field, step time = timestamp difference
 ``{rank}``, ``{node}``                 rank (integer) and host name (no blanks)
-``{_}``                                anything (shortest run within the line)
+``{_}``                                anything up to the first place where the literal text that
+                                       follows it matches; before another ``{_}``: one word
 =====================================  ============================================================
 
 Literal text matches literally (``{{``/``}}`` are literal braces), except that a run of blanks
@@ -229,10 +230,30 @@ def _prefix_regex(pat: Pattern, k: int) -> re.Pattern[str]:
 def _join(tokens: list[Token]) -> str:
     parts = []
     prev = None
-    for t in tokens:
-        parts.append(t.regex(after_ws=prev is not None and prev.kind == "ws"))
+    for i, t in enumerate(tokens):
+        nxt = [u.kind for u in tokens[i + 1 :] if u.kind != "ws"][:1]
+        if t.kind == "skip" and nxt == ["skip"]:
+            parts.append(r"\S+")  # `{_} {_}`: a word, then the next {_} (no n^k backtracking)
+        elif t.kind == "skip" and (anchor := _anchor(tokens[i + 1 :])):
+            # never past the first place where the literal after it matches: one way to match,
+            # so `… {_} took` is linear in the line, not a backtracking search
+            parts.append(f"(?:(?!{anchor}).)*")
+        else:
+            parts.append(t.regex(after_ws=prev is not None and prev.kind == "ws"))
         prev = t
     return "".join(parts)
+
+
+def _anchor(rest: list[Token]) -> str:
+    """The regex of the literal and blank tokens that follow a ``{_}`` up to the next field or
+    ``{_}``; "" when they hold no literal (blanks alone do not bound a skip)."""
+    out, lit = [], False
+    for t in rest:
+        if t.kind not in ("lit", "ws"):
+            break
+        out.append(t.regex())
+        lit = lit or t.kind == "lit"
+    return "".join(out) if lit else ""
 
 
 def compile_pattern(text: str) -> Pattern:
