@@ -275,6 +275,8 @@ def write_markdown_outputs(
             with Path(summary_path).open("a", encoding="utf-8") as fh:
                 fh.write(text)
     except OSError as e:
-        why = _special_error(summary_path, e, wait_s) if special else f"cannot append: {e}"
-        return f"$GITHUB_STEP_SUMMARY: {why}: step summary not written"
+        if special:
+            why = _special_error(summary_path, e, wait_s)
+            return f"$GITHUB_STEP_SUMMARY: {why}: step summary not written"
+        return f"cannot append to $GITHUB_STEP_SUMMARY: {e}"
     return None
