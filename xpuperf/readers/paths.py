@@ -115,7 +115,10 @@ def check_input(path: str | os.PathLike[str]) -> None:
     if kind.startswith("a symbolic link"):
         todo = "fix or remove the link, or name the file it should point to"
     else:
-        todo = "save the output to a regular file and pass that file"
+        todo = (
+            "save the output to a regular file and pass that file (analyze also reads - from a "
+            "pipe)"
+        )
     raise InputError(
         f"{kind}, not a regular file: xpuperf reads saved files only (reading this could block "
         f"or never end); {todo}",
