@@ -109,3 +109,26 @@ def test_a_skipped_row_is_still_xp401(tmp_path: Path) -> None:
         f.write(" iteration       31/    1000 | elapsed time per iteration (ms): x.y |\n")
     res = analyze_logs([p], warmup=0)
     assert "XP401" in {f.code for f in res.findings}
+
+
+def test_torchtitan_rank0_only_with_the_torchrun_line(tmp_path: Path) -> None:
+    # torchtitan's run script filters the output to rank 0 (--local-ranks-filter 0); its 'tps'
+    # is one device's. The echoed torchrun line says 8 × 2 = 16 devices: job = 16 × tps
+    lines = ["+ torchrun --nproc_per_node=8 --nnodes=2 --local-ranks-filter 0 --role rank "
+             "--tee 3 -m torchtitan.train"]  # fmt: skip
+    for i in range(1, 32):
+        lines.append(
+            f"[rank0]:[titan] 2025-04-01 10:{10 + i // 60:02d}:{i % 60:02d},000 - root - INFO - "
+            f"step: {i:2d}  loss:  7.9  memory: 30.00GiB(40.00%)  tps: 10,000  tflops: 300.00  "
+            "mfu: 14.00%"
+        )
+    p = tmp_path / "titan.log"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    res = analyze_logs([p], warmup=0)
+    s = res.summary
+    assert s.ranks == 16
+    # one line per second, 10,000 tokens/s per device: 10,000 tokens per step per device
+    assert s.throughput_per_card_tokens_per_s == pytest.approx(10_000)
+    assert s.throughput_tokens_per_s == pytest.approx(160_000)
+    checks = {c.name: c.status.value for c in res.checks}
+    assert checks["steps.stragglers"] == "not_checked"

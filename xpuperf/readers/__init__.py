@@ -311,23 +311,8 @@ def read_logs(
         warnings.extend(warns)
         notes = list(getattr(p.raw, "notes", ()))
         if len(parts) == 1 and world.is_job_level(notes):
-            if world_size is None and not getattr(p.raw, "world_size", None):
-                launch = world.from_launch(p.src)  # `mpirun -np 16` echoed in the log
-                if launch is not None and hasattr(p.raw, "world_size"):
-                    p.raw.world_size, p.raw.world_source = launch
-            n, why = world.choose(world_size, p.raw, len(df))
-            if why:
-                notes.append(why)
-            if n is not None:
-                df, spread = world.spread(df, n), n
-                notes = [x for x in notes if not world.is_job_level([x])]
-                notes.append(
-                    world.note(
-                        n,
-                        "samples" in df.columns,
-                        getattr(p.raw, "world_source", "") if world_size is None else "",
-                    )
-                )
+            df, notes, n = world.job_level(p, df, notes, world_size)
+            spread = n or spread
         said = [f"{p.src.name}: {note}" for note in notes]
         warnings.extend(said)
         read_notes.extend(said)
@@ -340,6 +325,13 @@ def read_logs(
     kept = [f for f in frames if not f.empty]
     frames.clear()
     table = kept[0] if len(kept) == 1 else pd.concat(kept, ignore_index=True)
+    if not spread and len(parts) == 1 and table["rank"].nunique() == 1:
+        table, note, n = world.one_rank(parts[0], table, world_size)  # ranks filtered out
+        if note:
+            said = f"{parts[0].src.name}: {note}"
+            warnings.append(said)
+            read_notes.append(said)
+        spread = n or spread
     if world_size is not None and not spread:
         mismatch = world.not_job_level(int(table["rank"].nunique()), world_size)
         if mismatch:

@@ -47,16 +47,69 @@ def is_job_level(notes: list[str]) -> bool:
     return any(n.startswith(JOB_LEVEL) for n in notes)
 
 
-def spread(df: pd.DataFrame, n: int) -> pd.DataFrame:
-    """Rank-0 job-level rows → ``n`` ranks with per-card ``samples`` and ``tokens`` (see the
-    module docstring)."""
+def job_level(
+    part: object, df: pd.DataFrame, notes: list[str], given: int | None
+) -> tuple[pd.DataFrame, list[str], int | None]:
+    """A single job-level log (``part``: a ``build.Part``) spread over its world size: ``given``
+    (``--world-size``), else what the log states (its reader's ``world_size``, else a launch
+    line, :func:`from_launch`). Returns the table, the notes (the job-level note replaced by
+    :func:`note` once spread) and N (None when not spread)."""
+    raw = part.raw  # type: ignore[attr-defined]
+    if given is None and not getattr(raw, "world_size", None):
+        launch = from_launch(part.src)  # type: ignore[attr-defined]  # `mpirun -np 16` echoed
+        if launch is not None and hasattr(raw, "world_size"):
+            raw.world_size, raw.world_source = launch
+    n, why = choose(given, raw, len(df))
+    notes = [*notes, why] if why else list(notes)
+    if n is None:
+        return df, notes, None
+    df = spread(df, n)
+    notes = [x for x in notes if not is_job_level([x])]
+    src = getattr(raw, "world_source", "") if given is None else ""
+    notes.append(note(n, "samples" in df.columns, src))
+    return df, notes, n
+
+
+def one_rank(
+    part: object, table: pd.DataFrame, given: int | None
+) -> tuple[pd.DataFrame, str, int | None]:
+    """A per-rank log holding ONE rank's lines of an N-card job (torchrun
+    ``--local-ranks-filter 0``, torchtitan's default; one rank's file alone): with N from
+    ``given`` or a launch line, the rank stands for all N — copied with its own samples and
+    tokens (per card), so job throughput = N × this rank's. Returns the table, the note ("" when
+    nothing changed) and N."""
+    n = given
+    where = f"--world-size {given}"
+    if n is None:
+        launch = from_launch(part.src)  # type: ignore[attr-defined]
+        if launch is None:
+            return table, "", None
+        n, where = launch[0], f"the log's {launch[1]}"
+    if n <= 1 or n * len(table) > MAX_SPREAD_ROWS:
+        return table, "", None
+    out = spread(table, n, per_card=False)
+    return (
+        out,
+        (
+            f"the log holds one rank's lines of a {n:,}-card job ({where}; e.g. torchrun "
+            f"--local-ranks-filter 0): read as that rank's view of all {n:,} — job figures = "
+            f"{n:,} × this rank's; the ranks are copies, so stragglers cannot be seen"
+        ),
+        n,
+    )
+
+
+def spread(df: pd.DataFrame, n: int, per_card: bool = True) -> pd.DataFrame:
+    """Rank-0 rows → ``n`` ranks; job-level rows (``per_card``) give each rank its share of the
+    job's ``samples`` and ``tokens`` (see the module docstring), one rank's own rows are copied
+    as they are."""
     m = len(df)
     out = {}
     for col in df.columns:
         v = df[col].to_numpy()
         out[col] = np.tile(v, n) if col != "rank" else np.repeat(np.arange(n, dtype=v.dtype), m)
     res = pd.DataFrame(out)
-    for col in ("samples", "tokens"):  # the job's counts → per-card shares; mfu is a rate
+    for col in ("samples", "tokens") if per_card else ():  # job counts → per-card shares
         if col in res.columns:
             res[col] = res[col].to_numpy(dtype=np.float64) / n
     return res

@@ -102,10 +102,22 @@ def test_world_size_on_a_megatron_log() -> None:
 
 
 def test_world_size_on_per_rank_logs_warns(write) -> None:
-    p = write("rank0.csv", "step,step_time_s\n1,0.5\n2,0.5\n")
+    p0 = write("rank0.csv", "step,step_time_s\n1,0.5\n2,0.5\n")
+    p1 = write("rank1.csv", "step,step_time_s\n1,0.5\n2,0.6\n")
+    res = read_logs([p0, p1], world_size=8)
+    assert res.table["rank"].nunique() == 2
+    assert any("--world-size 8 given, but the logs hold 2 ranks" in w for w in res.warnings)
+
+
+def test_one_rank_of_many_stands_for_all(write) -> None:
+    # one rank's file of an 8-card job (torchrun --local-ranks-filter 0): the rank stands for
+    # all 8, its samples per card kept, so the job throughput is 8 × this rank's
+    p = write("rank0.csv", "step,step_time_s,samples\n1,0.5,32\n2,0.5,32\n")
     res = read_logs([p], world_size=8)
-    assert res.table["rank"].nunique() == 1
-    assert any("--world-size 8 given, but the logs hold 1 ranks" in w for w in res.warnings)
+    assert res.job_level_cards == 8
+    assert res.table["rank"].nunique() == 8
+    assert (res.table["samples"] == 32).all()
+    assert any("one rank's lines of a 8-card job (--world-size 8" in w for w in res.notes)
 
 
 @pytest.mark.parametrize("bad", [0, -3, 2.5, "x"])
