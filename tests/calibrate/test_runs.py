@@ -191,3 +191,14 @@ def test_a_mangled_root_cell_is_not_a_crash(tmp_path):
     p.write_text(text)
     fr = read_nccl_tests(p).frame
     assert fr.loc[fr["size_bytes"] == 1 << 30, "root"].tolist() == [-1, -1, -1]
+
+
+def test_an_overflowing_wrong_count_is_a_finding_not_a_crash(tmp_path):
+    # fuzzing: two #wrong cells of 1e308 sum to inf, which int() refused
+    text = THREE.read_text()
+    for cells in ("5231.6  205.24  359.17", "5252.5  204.42  357.74"):
+        text = text.replace(f"{cells}       0", f"{cells}  1e308")
+    p = tmp_path / "wrong.txt"
+    p.write_text(text)
+    (f,) = [f for f in calibrate_files([p]).findings if f.code == "XP603"]
+    assert "inf wrong elements" in f.message

@@ -129,7 +129,7 @@ def table_findings(path: str, table: TableInfo, wrong: float) -> list[Finding]:
     """XP603 for one parsed table (``wrong`` = total #wrong over its rows, new layout)."""
     bad = []
     if table.check_kind == "#wrong" and wrong > 0:
-        bad.append(f"{int(wrong)} wrong elements")
+        bad.append(f"{wrong:,.0f} wrong elements")  # inf when a mangled cell overflowed
     if table.out_of_bounds:
         bad.append(f"{table.out_of_bounds} out-of-bounds values")
     if not bad:
