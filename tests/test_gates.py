@@ -112,3 +112,13 @@ def test_enforce_lists_each_failed_gate_with_value() -> None:
     assert "jitter.cv>0.05 (jitter.cv = 0.08)" in msg
     assert "stragglers>3" not in msg
     gt.enforce(gt.evaluate(gt.parse_gates(["stragglers>3"]), DOC))  # passes: no raise
+
+
+@pytest.mark.parametrize("expr", ["mfu<40", "jitter_cost>5", "comm_fraction>20"])
+def test_a_bare_percent_on_a_fraction_is_refused(expr: str) -> None:
+    # MFU and shares are fractions 0…1: 'mfu<40' would fail every run (QA of issue 18)
+    with pytest.raises(UsageError, match=r"is a fraction 0…1.*%"):
+        gt.parse_gate(expr)
+    assert gt.parse_gate(expr + "%").value == pytest.approx(
+        float(expr.split("<")[-1].split(">")[-1]) / 100
+    )

@@ -169,7 +169,19 @@ def parse_gate(expr: str) -> Gate:
     if not _NUMBER.match(raw):
         raise _bad(expr, f"{raw!r} is not a number")
     value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    if _is_fraction(field) and not raw.endswith("%") and 1.0 < value <= 100.0:
+        raise _bad(
+            expr,
+            f"{field} is a fraction 0…1; {raw} reads as {value:g}× — write {field}{op}"
+            f"{value / 100:g} or {field}{op}{raw}%",
+        )
     return Gate(expr.strip(), field, op, value)
+
+
+def _is_fraction(field: str) -> bool:
+    """Fields whose values are fractions 0…1 (MFU, shares, costs): a bare 40 is a slip for 40 %."""
+    path = ANALYZE_ALIASES.get(field, field)
+    return path == "summary.mfu.median" or path.endswith("_fraction")
 
 
 def parse_gates(exprs: Sequence[str] | None) -> list[Gate]:

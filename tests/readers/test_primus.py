@@ -56,7 +56,7 @@ def test_2025_tokens_per_gpu_pairs_and_seq_length_dump() -> None:
     assert "skipped 1 row" in dup[0]
     assert ":11:" in dup[0]
     assert any(
-        "read as 32 data-parallel ranks (world size read from the log" in w for w in r.warnings
+        "read as 32 cards (world size read from the log" in w for w in r.warnings
     )
 
 

@@ -47,11 +47,12 @@ WorldSizeOption = Annotated[
     int | None,
     typer.Option(
         min=1,
-        help="Data-parallel ranks of the job, for logs that print job-level throughput only "
-        "(Megatron-LM, trainer_state.json, …): per-card = global / N.",
+        help="Cards (ranks) of the job, for logs that print job-level throughput (Megatron-LM, "
+        "trainer_state.json, …: per-card = global / N) or hold one rank's lines (job = N × "
+        "that rank's); default: what the log states.",
     ),
 ]
-"""``--world-size N``: the job's data-parallel ranks, for a job-level log
+"""``--world-size N``: the job's cards (ranks), for a job-level log or one rank's lines
 (:mod:`xpuperf.readers.world`)."""
 
 QuietOption = Annotated[

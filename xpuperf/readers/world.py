@@ -180,7 +180,7 @@ def note(n: int, had_samples: bool, source: str = "") -> str:
     how = f"world size read from the log's {source}; --world-size overrides" if source else (
         f"--world-size {n}")  # fmt: skip
     return (
-        f"job-level log read as {n:,} data-parallel ranks ({how}): {share}; per-card figures "
+        f"job-level log read as {n:,} cards ({how}): {share}; per-card figures "
         f"= job / {n:,}; the ranks are copies of the one step line, so stragglers cannot be seen"
     )
 

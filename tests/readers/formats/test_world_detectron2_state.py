@@ -61,7 +61,7 @@ def test_trainer_state_with_world_size() -> None:
     assert t["rank"].nunique() == 64
     assert len(t) == 64
     assert t["samples"].unique().tolist() == pytest.approx([8.0])  # 512 / 64
-    assert any("read as 64 data-parallel ranks" in w for w in res.warnings)
+    assert any("read as 64 cards" in w for w in res.warnings)
 
 
 def test_trainer_state_timed_entries(tmp_path: Path) -> None:

@@ -236,7 +236,7 @@ def job_level_note(samples: str) -> str:
     """Note for logs whose step lines describe the whole job (printed by one rank)."""
     return (
         f"{JOB_LEVEL}, so it is read as one rank; {samples}; per-card throughput = job "
-        "throughput / number of data-parallel ranks, which this log does not state: pass "
+        "throughput / number of cards (world size), which this log does not state: pass "
         "--world-size N"
     )
 
