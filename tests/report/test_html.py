@@ -19,6 +19,7 @@ from xpuperf.report import figures as fg
 from xpuperf.report.html import (
     build_view,
     embed_json,
+    node_table,
     plotly_js,
     render_html,
 )
@@ -337,3 +338,12 @@ def test_hostile_strings_do_not_run_in_chromium(tmp_path: Path) -> None:
     assert 'data-rendered="3"' in dom
     assert "<img" not in dom  # the onerror payload never became an element
     assert _console(p.stderr) == []
+
+
+def test_one_rank_with_a_host_column_has_no_node_table() -> None:
+    # one rank has no slowdown to compare (NaN): the per-node table raised "all NA values"
+    # (exit 3 from `analyze --html`, found by the issue-21 break-it pass)
+    t = pd.DataFrame({"rank": 0, "step": range(1, 31), "step_time_s": 0.1, "node": "nodeA"})
+    res = analyze(t, warmup=0)
+    assert node_table(res) is None
+    assert "<html" in render_html(res)

@@ -139,9 +139,11 @@ def node_table(result: AnalyzeResult) -> dict[str, Any] | None:
     if sr is None or "node" not in sr.per_rank.columns or sr.per_rank["node"].isna().all():
         return None
     pr = sr.per_rank
+    if len(pr) < 2 or pr["slowdown"].isna().all():  # one rank: no slowdown to compare
+        return None
     rows = []
     for node, g in pr.groupby(pr["node"].fillna("?"), sort=True):
-        worst = g.loc[g["slowdown"].idxmax()]
+        worst = g.loc[g["slowdown"].astype(float).fillna(float("-inf")).idxmax()]
         rows.append(
             (
                 float(worst["slowdown"]),
