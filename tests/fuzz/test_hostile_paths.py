@@ -371,3 +371,17 @@ def test_glob_paths_matches_glob_on_a_tree_without_links(
     for pat in patterns:
         expected = sorted(str(Path(p)) for p in glob.glob(pat, recursive=True))  # noqa: PTH207
         assert sorted(glob_paths(pat)) == expected, pat
+
+
+@pytest.mark.parametrize("target", ["/proc/xpuperf-ds", "/sys/xpuperf-ds"])
+def test_ingest_into_a_pseudo_filesystem_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    target: str,
+) -> None:  # fmt: skip
+    # /proc and /sys report themselves writable, so only trying to create the folder tells
+    # (was exit 3: FileNotFoundError from the Parquet writer)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "good.csv").write_text("step,step_time_s\n1,0.1\n2,0.1\n", encoding="utf-8")
+    line = one_error(run(["ingest", "good.csv", "-q", "-o", target], capsys))
+    assert line.startswith(f"xpuperf: error: cannot create the dataset folder {target}: ")
+    assert not Path(target).exists()

@@ -150,6 +150,15 @@ def check_output_dir(out: str | os.PathLike, inputs: list[str]) -> Path:
             )
     elif not target.parent.is_dir():
         raise UsageError(f"cannot create {out}: folder {target.parent} does not exist")
+    else:  # can it be created? (/proc, /sys and read-only mounts say writable but refuse)
+        try:
+            target.mkdir()
+            target.rmdir()
+        except OSError as exc:
+            raise UsageError(
+                f"cannot create the dataset folder {out}: {exc.strerror or exc}; choose a folder "
+                "you can write to"
+            ) from None
     return target
 
 
@@ -187,7 +196,10 @@ def write_dataset(
     arrow = arrow.append_column(
         PARTITION_FIELD, pa.DictionaryArray.from_arrays(inverse.astype("int32"), labels)
     )
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the dataset folder {out}: {exc.strerror or exc}") from None
     pads.write_dataset(
         arrow,
         out,
