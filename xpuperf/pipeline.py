@@ -63,6 +63,7 @@ def analyze_logs(
         run = read_logs(paths, fmt=fmt, batch_size=batch_size, world_size=world_size)
     except InputError as exc:
         raise _pointed(exc) from exc.__cause__
+    _check_size(run.table)
     base_table, base_warnings, base_notes = read_baseline(baseline, fmt=fmt, batch_size=batch_size)
     warnings, job_files = _skipped_job_output(run.problems())
     result = analyze(
@@ -80,6 +81,22 @@ def analyze_logs(
     texts = [Path(p) for p in (*run.sources, *extra_text, *job_files)]
     add_events(result, scan_events(list(dict.fromkeys(texts)), run.table))
     return result
+
+
+MAX_ANALYSIS_ROWS = 60_000_000
+"""Rows (ranks × steps) one in-memory analysis takes: ≈ 10 GB at the measured ≈ 170 B per row
+(docs/reliability.md); more is refused before the analysis starts, not left to run out of
+memory."""
+
+
+def _check_size(table: pd.DataFrame) -> None:
+    """Refuse a step table beyond :data:`MAX_ANALYSIS_ROWS` (exit 2)."""
+    if len(table) > MAX_ANALYSIS_ROWS:
+        raise InputError(
+            f"{len(table):,} rows (ranks × steps) exceed what one analysis holds in memory "
+            f"({MAX_ANALYSIS_ROWS:,} rows, ≈ 10 GB): analyse a window of the run (fewer steps), "
+            "fewer ranks at a time, or a smaller --world-size"
+        )
 
 
 _SKIPPED = ": skipped the file: its format is not recognised"

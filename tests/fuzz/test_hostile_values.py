@@ -13,6 +13,7 @@ import yaml
 
 from tests.fuzz.harness import ROOT
 from tests.fuzz.test_hostile_paths import one_error, run
+from xpuperf.errors import InputError
 from xpuperf.surrogates import fix
 from xpuperf.topology.importers import ncclxml
 
@@ -226,3 +227,32 @@ def test_topology_xml_at_the_cap_is_imported(capsys: pytest.CaptureFixture[str])
     assert code == 0, err
     doc = json.loads(Path("t.json").read_text())
     assert len(doc["nodes"][0]["devices"]) == 256
+
+
+def test_a_table_beyond_the_in_memory_limit_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a 2 GB CSV of step times only is ~2.5e8 rows (≈ 40 GB to analyse at 170 B per row):
+    # refused after the streaming read, before the analysis; the limit is lowered here
+    import xpuperf.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "MAX_ANALYSIS_ROWS", 99)
+    p = tmp_path / "times.csv"
+    p.write_text("step_time_s\n" + "0.1\n" * 100, encoding="utf-8")
+    with pytest.raises(InputError, match=r"100 rows \(ranks × steps\) exceed"):
+        pipeline.analyze_logs([p])
+
+
+def test_a_csv_too_big_to_read_is_refused_from_its_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a 2 GB CSV of bare step times (5e8 rows) was read into ~15 GB; now its row count is
+    # estimated from the size and the first MiB of lines and refused before any row is parsed
+    import xpuperf.readers.generic as generic
+    from xpuperf.readers import read_logs
+
+    monkeypatch.setattr(generic, "MAX_READ_ROWS", 1000)
+    p = tmp_path / "times.csv"
+    p.write_text("step_time_s\n" + "0.1\n" * 2000, encoding="utf-8")  # 2001 lines
+    with pytest.raises(InputError, match=r"about 2,001 rows .* more than the 1,000"):
+        read_logs([p])

@@ -38,6 +38,25 @@ from xpuperf.readers.csvchunks import stream_csv, undecodable_rows
 from xpuperf.surrogates import clean_parsed
 
 _CSV_COLUMN_ERROR = re.compile(r"In CSV column #(\d+)")
+MAX_READ_ROWS = 200_000_000
+"""Rows a CSV/TSV may hold (estimated from its size and its first MiB of lines before any row is
+parsed): ≈ 6 GB to read at ≈ 30 B per row; a 2 GB file of bare step times (5·10⁸ rows) is
+refused at once instead of filling the memory."""
+
+
+def _estimated_rows(src: Source) -> float:
+    """Lines of a plain file: its size × newlines per byte of its first MiB (a gzip file: 0,
+    its compressed size says little)."""
+    if src.path.suffix.lower() == ".gz":
+        return 0.0
+    try:
+        size = src.path.stat().st_size
+        with src.open() as fh:
+            head = fh.read(1 << 20)
+    except OSError:
+        return 0.0
+    lines = head.count(b"\n")
+    return size * lines / len(head) if lines and len(head) < size else float(lines)
 
 
 def _header(src: Source, delimiter: str) -> tuple[int, list[str]]:
@@ -105,6 +124,12 @@ def _read_delimited(src: Source, delimiter: str) -> RawTable:
     wanted = colmod.select(names)
     if not wanted or not colmod.resolve(names).keys() & _STEP_TIME_SOURCES:
         return RawTable(pd.DataFrame(), columns=names)  # refused by its header: body not read
+    if (est := _estimated_rows(src)) > MAX_READ_ROWS:
+        raise InputError(
+            f"about {est:,.0f} rows (from the file size and its first lines), more than the "
+            f"{MAX_READ_ROWS:,} one run reads: split the log or keep a window of steps",
+            src.name,
+        )
     types = {n: t for n in wanted if (t := _column_type(n)) is not None}
     hits: list[int] = []
 
