@@ -50,7 +50,6 @@ from pathlib import Path
 import numpy as np
 
 from xpuperf.calibrate.infer import COLLECTIVES, DTYPE_BYTES
-from xpuperf.readers.launch import Launch
 from xpuperf.calibrate.nccltests import (
     NcclTestsResult,
     TableInfo,
@@ -59,6 +58,7 @@ from xpuperf.calibrate.nccltests import (
     strip_prefix,
 )
 from xpuperf.errors import InputError
+from xpuperf.readers.launch import Launch
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _RANK_PREFIX = re.compile(r"^\s*\[\s*[Rr]ank\s*\d+\s*\]:?\s*|^\s*\[rank\d+\]:\s*")
