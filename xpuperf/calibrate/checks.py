@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xpuperf.calibrate.fit import BW_TARGET, LAT_TARGET, MIB, Fit
+from xpuperf.calibrate.fit import BW_TARGET, LAT_TARGET, MEASURED_SHARE, MIB, Fit
 from xpuperf.calibrate.nccltests import TableInfo
 from xpuperf.calibrate.single import ABOVE_LINK, Link, above_link
 from xpuperf.findings import Check, CheckStatus, Finding, Severity
@@ -110,7 +110,21 @@ def fit_findings(fit: Fit) -> list[Finding]:
             )
         )
     last = fit.points.iloc[-1]
-    if last["measured_busbw_GBps"] < RISING_FRACTION * fit.busbw_GBps:
+    if not fit.bandwidth_measured:
+        out.append(
+            Finding(
+                "XP605",
+                Severity.WARNING,
+                f"{_label(fit)}: busbw not measured — the largest size "
+                f"({int(last['size_bytes']):,} B) carries {_gb(last['measured_busbw_GBps'])}, "
+                f"below {MEASURED_SHARE:.0%} of any plateau the fit could give (it extrapolates "
+                f"{_gb(fit.busbw_GBps)}): the sweep holds latency-bound sizes only, so no "
+                "bandwidth is reported and this fit is left out of the calibration file; "
+                f"{rerun(fit, 'large')}.",
+                {**key, "largest_busbw_GBps": float(last["measured_busbw_GBps"])},
+            )
+        )
+    elif last["measured_busbw_GBps"] < RISING_FRACTION * fit.busbw_GBps:
         out.append(
             Finding(
                 "XP605",
@@ -269,6 +283,9 @@ def fit_checks(
             acc.append((CheckStatus.PROBLEM, f"{lab}: held-out error above target"))
         elif bw is None and a["latency_floor_err"] is None:
             acc.append((CheckStatus.NOT_CHECKED, f"{lab}: too few sizes to leave one out"))
+        elif bw is None:
+            acc.append((CheckStatus.NOT_CHECKED, f"{lab}: no size ≥ 1 MiB to hold out for busbw "
+                        f"(latency floor within {a['latency_floor_err']:.0%})"))  # fmt: skip
         else:
             acc.append((CheckStatus.CLEAN, f"{lab}: held-out busbw error {bw or 0:.0%}"))
         lat.append(

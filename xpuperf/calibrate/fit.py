@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from xpuperf.calibrate.nccltests import bus_factor
-from xpuperf.calibrate.sweep import collapsed_times
+from xpuperf.calibrate.sweep import below_fit, collapsed_times
 
 MIB = 1 << 20
 F_SCALE = 0.05  # relative residual treated as "inlier" by soft_l1
@@ -43,6 +43,9 @@ MIN_POINTS_PER_LINE = 3
 MAX_LINES = 4
 MAX_CUT_CANDIDATES = 30
 BW_TARGET = 0.15  # Done-when of issue 10: held-out busbw within 15 % for S ≥ 1 MiB
+MEASURED_SHARE = 0.10
+"""The largest size must reach this share of the fitted plateau for the bandwidth to count as
+measured (its transfer is then ≥ 10 % of its time); below, the plateau is a guess."""
 LAT_TARGET = 0.25  # … and the latency floor within 25 %
 
 
@@ -89,6 +92,16 @@ class Fit:
     run: str = ""
     hosts: list[str] = field(default_factory=list)
     excluded: pd.DataFrame | None = None
+
+    @property
+    def bandwidth_measured(self) -> bool:
+        """Whether the sweep reached the bandwidth regime: busbw at the largest size is at least
+        :data:`MEASURED_SHARE` of the fitted plateau. A sweep of latency-bound sizes only (8 to
+        128 B all at 20 µs) fits any plateau (1.6e13 GB/s): not a measurement."""
+        p = self.points
+        if p.empty or not math.isfinite(self.busbw_GBps) or self.busbw_GBps <= 0:
+            return False
+        return float(p["measured_busbw_GBps"].iloc[-1]) >= MEASURED_SHARE * self.busbw_GBps
 
     def accuracy(self) -> dict[str, float | bool | None]:
         """Held-out accuracy against the issue-10 bar (errors as fractions, None: not measured).
@@ -312,6 +325,14 @@ def fit_frame(
             p, k, (res, scale), uniq, pred_t = fit_group(
                 sizes, t.to_numpy(dtype=float), factor, max_lines=max_lines
             )
+            more = _below_fit(sizes, t.to_numpy(float), factor, p)  # a collapse while rising
+            if not more.empty and len(uniq) - len(more) >= 2:
+                keep = ~g["size_bytes"].isin(more["size_bytes"]).to_numpy()
+                g, t, sizes = g[keep], t[keep], sizes[keep]
+                ex = pd.concat([ex, more], ignore_index=True).sort_values("size_bytes")
+                p, k, (res, scale), uniq, pred_t = fit_group(
+                    sizes, t.to_numpy(dtype=float), factor, max_lines=max_lines
+                )
         except ValueError:  # times so large the residuals overflow: a mangled table, no fit
             continue
         fit = _build(
@@ -335,6 +356,14 @@ def fit_frame(
             fit.excluded = ex.assign(fitted_busbw_GBps=x / (_model(p, x) * 1e3))
         fits.append(fit)
     return fits
+
+
+def _below_fit(sizes: np.ndarray, t: np.ndarray, factor: float, p: np.ndarray) -> pd.DataFrame:
+    """:func:`.sweep.below_fit` on the median time per size against the fit ``p``."""
+    uniq = np.unique(sizes)
+    med = np.array([np.median(t[sizes == s]) for s in uniq])
+    x = factor * uniq
+    return below_fit(uniq, x / (med * 1e3), x / (_model(p, x) * 1e3))
 
 
 def _times(g: pd.DataFrame, measurement: str) -> pd.Series:

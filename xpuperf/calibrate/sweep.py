@@ -90,6 +90,29 @@ def collapsed(sizes: np.ndarray, busbw: np.ndarray) -> pd.DataFrame:
     )
 
 
+def below_fit(sizes: np.ndarray, busbw: np.ndarray, fitted: np.ndarray) -> pd.DataFrame:
+    """Second pass of :func:`collapsed`, against the α–β fit of the other sizes: a size whose
+    busbw is below ``1/COLLAPSE_FACTOR`` of the fit's there, where the fit already carries
+    bandwidth (≥ ``BANDWIDTH_REGIME`` of its best) and a larger size is back within 2× of its
+    fit. Catches a collapse on the rising part of the curve, where the best busbw at smaller
+    sizes is itself low (2, 4 and 8 MiB at a tenth: only 2 and 4 MiB fell below ¼ of what came
+    before). Same columns as :func:`collapsed` (``neighbour_busbw_GBps``: the fit's busbw)."""
+    b, f = np.asarray(busbw, dtype=float), np.asarray(fitted, dtype=float)
+    ok = np.isfinite(b) & np.isfinite(f) & (f > 0)
+    if ok.sum() < 3:
+        return pd.DataFrame(columns=EXCLUDED_COLUMNS)
+    back = ok & (b * 2 >= f)  # sizes at (nearly) the fit's speed
+    later = np.concatenate([np.maximum.accumulate(back[::-1])[::-1][1:], [False]])
+    hit = ok & (b * COLLAPSE_FACTOR < f) & (f >= BANDWIDTH_REGIME * f[ok].max()) & later
+    return pd.DataFrame(
+        {
+            "size_bytes": np.asarray(sizes)[hit].astype(np.int64),
+            "measured_busbw_GBps": b[hit],
+            "neighbour_busbw_GBps": f[hit],
+        }
+    )
+
+
 def collapsed_times(sizes: np.ndarray, times_us: np.ndarray, factor: float) -> pd.DataFrame:
     """:func:`collapsed` on per-row ``sizes`` (bytes, may repeat) and times (µs): busbw =
     ``factor``·S/t on the median time per size."""
@@ -171,7 +194,7 @@ def check(fits: list, found: list[Finding]) -> Check:
 
 def _bandwidth_sizes(fit) -> int:
     p = fit.points
-    if p.empty:
+    if p.empty or not getattr(fit, "bandwidth_measured", True):
         return 0
     b = p["measured_busbw_GBps"].to_numpy(float)
     return int((b >= BANDWIDTH_REGIME * np.nanmax(b)).sum()) if np.isfinite(b).any() else 0

@@ -68,8 +68,9 @@ def _fit_core(fit: Fit, sig: int | None) -> dict[str, Any]:
         "latency_us": _num(fit.latency_us, sig),
         "latency_ci95_us": _pair(fit.latency_ci95_us, sig),
         "latency_floor_observed": fit.latency_floor_observed,
-        "busbw_GBps": _num(fit.busbw_GBps, sig),
-        "busbw_ci95_GBps": _pair(fit.busbw_ci95_GBps, sig),
+        "busbw_GBps": _num(fit.busbw_GBps, sig) if fit.bandwidth_measured else None,
+        "bandwidth_measured": fit.bandwidth_measured,
+        "busbw_ci95_GBps": _pair(fit.busbw_ci95_GBps, sig) if fit.bandwidth_measured else None,
         "lines": [
             {
                 "alpha_us": _num(ln.alpha_us, sig),
@@ -186,10 +187,11 @@ def to_calibration_dict(
     ``levels.net`` / ``levels.intra``: latency and busbw of the all_reduce fit (else any
     collective) with the most ranks among multi-node / single-node groups.
     """
-    fits = [_fit_core(f, 4) for f in result.fits]
+    measured = [f for f in result.fits if f.bandwidth_measured]  # XP605: no plateau, no fit
+    fits = [_fit_core(f, 4) for f in measured]
     levels: dict[str, Any] = {}
     for level in ("intra", "net"):
-        cands = [f for f in result.fits if _level(f) == level]
+        cands = [f for f in measured if _level(f) == level]
         if not cands:
             continue
         best = max(cands, key=lambda f: (f.collective == "all_reduce", f.ranks or 0))
@@ -292,11 +294,11 @@ def _fits_table(result: CalibrationResult, console: Console) -> None:
             str(f.ranks if f.ranks is not None else "?"),
             str(f.nodes if f.nodes is not None else "?"),
             lat,
-            f"{f.busbw_GBps:.3g}",
+            f"{f.busbw_GBps:.3g}" if f.bandwidth_measured else "not reached",
             str(len(f.lines)),
             _pct(acc["busbw_max_err_ge_1MiB"]),
             _pct(acc["latency_floor_err"]),
-            "n/a" if ok is None else ("yes" if ok else "NO"),
+            "NO" if not f.bandwidth_measured else "n/a" if ok is None else ("yes" if ok else "NO"),
         )
     console.print(table)
     console.print(
