@@ -46,8 +46,10 @@ def formats(
     if pattern is not None and explain is None:
         raise UsageError("--pattern goes with --explain FILE here (or with `xpuperf analyze`)")
     if explain is not None:
+        from xpuperf.cli.stdin import with_stdin
         from xpuperf.readers.formats.explain import explain as explain_file
 
+        (explain,) = with_stdin([explain])  # `-`: a log piped in
         got = explain_file(explain, pattern)
         text = (got.reader or "none") if quiet else "\n".join(got.lines)
         out.print(text, markup=False, highlight=False, soft_wrap=True)

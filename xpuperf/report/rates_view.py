@@ -34,12 +34,17 @@ def throughput_rows(s: Any) -> list[tuple[str, str]]:
     rows += _token_rows(s, span, src)
     mfu = getattr(s, "mfu", None)
     if mfu:
+        spread = (
+            ""
+            if mfu["rank_min_rank"] == mfu["rank_max_rank"]  # one rank: nothing to compare
+            else f"per rank {pct(mfu['rank_min'])} rank {mfu['rank_min_rank']} – "
+            f"{pct(mfu['rank_max'])} rank {mfu['rank_max_rank']}; "
+        )
         rows.append(
             (
                 "MFU",
-                f"median {pct(mfu['median'])} (per rank {pct(mfu['rank_min'])} rank "
-                f"{mfu['rank_min_rank']} – {pct(mfu['rank_max'])} rank {mfu['rank_max_rank']}; "
-                f"first tenth {pct(mfu['first_tenth'])}, last tenth {pct(mfu['last_tenth'])})",
+                f"median {pct(mfu['median'])} ({spread}first tenth {pct(mfu['first_tenth'])}, "
+                f"last tenth {pct(mfu['last_tenth'])})",
             )
         )
     if s.jitter_cost_fraction is not None and s.jitter_cost_s is not None:
