@@ -76,6 +76,7 @@ EXAMPLE = (
     "126995.3 | global batch size:  1024 | lm loss: 2.382640E+00 |"
 )
 BROKEN = "an 'iteration N/ M |' line without 'elapsed time per iteration (ms)' (cut line?)"
+NOT_A_TIME = "'elapsed time per iteration (ms)' is not a number (nan or text)"
 _ELAPSED = ELAPSED.encode()
 
 
@@ -135,9 +136,10 @@ class _Parser:
             m = step_match(text)
             if m:
                 f = _fields(text[m.end() :])
-                step_s = first_number(f.get("elapsed time per iteration (ms)")) / 1000.0
+                elapsed = f.get("elapsed time per iteration (ms)")
+                step_s = first_number(elapsed) / 1000.0
                 if step_s != step_s:
-                    rows.drop(BROKEN, n)
+                    rows.drop(BROKEN if elapsed is None else NOT_A_TIME, n)
                     return
                 head = _fields(LOG_PREFIX.sub("", text[: m.start()]) + "|")
                 samples = NAN
