@@ -55,9 +55,7 @@ def test_2025_tokens_per_gpu_pairs_and_seq_length_dump() -> None:
     assert len(dup) == 1
     assert "skipped 1 row" in dup[0]
     assert ":11:" in dup[0]
-    assert any(
-        "read as 32 cards (world size read from the log" in w for w in r.warnings
-    )
+    assert any("read as 32 cards (world size read from the log" in w for w in r.warnings)
 
 
 def test_2026_inst_harmonic_and_compute_per_gpu_spellings() -> None:
