@@ -57,3 +57,15 @@ def test_devnull_stdin_is_an_empty_stream() -> None:
     # /dev/null is not a terminal: it reads as an empty stream
     assert p.returncode == 2
     assert "standard input was empty" in p.stderr.decode()
+
+
+def test_nul_and_endless_stdin_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `xpuperf analyze - < /dev/zero` never ended (issue 21 QA)
+    import xpuperf.cli.stdin as stdin
+
+    with pytest.raises(UsageError, match="NUL bytes only"):
+        with_stdin(["-"], io.BytesIO(b"\0" * 5000))
+    monkeypatch.setattr(stdin, "MAX_STDIN_BYTES", 10_000)
+    monkeypatch.setattr(stdin, "BLOCK", 4096)
+    with pytest.raises(UsageError, match="on standard input: save the log"):
+        with_stdin(["-"], io.BytesIO(b"step,step_time_s\n" + b"1,0.1\n" * 5000))

@@ -385,3 +385,36 @@ def test_ingest_into_a_pseudo_filesystem_exits_2(
     line = one_error(run(["ingest", "good.csv", "-q", "-o", target], capsys))
     assert line.startswith(f"xpuperf: error: cannot create the dataset folder {target}: ")
     assert not Path(target).exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["analyze", "{long}.csv"],
+        ["analyze", "good.csv", "-q", "--json", "{long}.json"],
+        ["ingest", "good.csv", "-q", "-o", "{long}"],
+    ],
+    ids=["input", "json output", "ingest output"],
+)
+def test_a_file_name_too_long_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+) -> None:  # fmt: skip
+    # a name part over 255 bytes: ENAMETOOLONG was an internal error (exit 3) in every command
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "good.csv").write_text("step,step_time_s\n1,0.1\n2,0.1\n", encoding="utf-8")
+    long = "a" * 300
+    line = one_error(run([a.replace("{long}", long) for a in argv], capsys))
+    assert "File name too long; shorten the file name" in line
+
+
+def test_a_step_summary_name_too_long_only_warns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # was UnboundLocalError (exit 3) in write_markdown_outputs
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "good.csv").write_text("step,step_time_s\n1,0.1\n2,0.1\n", encoding="utf-8")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / ("b" * 300)))
+    code, err = run(["analyze", "good.csv", "-q"], capsys)
+    assert code == 0
+    assert "step summary not written" in err

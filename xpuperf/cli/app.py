@@ -200,6 +200,17 @@ _OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF})
 _ACCESS_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 """OSError numbers of a file or folder the user may not write (or read): the setup, not a bug
 (e.g. a folder made read-only while ``ingest`` writes into it)."""
+_PATH_ERRNOS = {
+    errno.ENAMETOOLONG: "shorten the file name (at most 255 bytes per part)",
+    errno.ENOENT: "check the path",
+    errno.ENOTDIR: "a part of the path is a file, not a folder; check the path",
+    errno.EISDIR: "it is a folder; name a file",
+    errno.ELOOP: "fix or remove the looping symbolic link",
+    errno.EFBIG: "the file is too large for this file system; write elsewhere",
+    errno.EINVAL: "check the path (a name this file system refuses)",
+}
+"""OSError numbers about a path the user named (too long, missing, a loop…) and what to do:
+exit 2, not an internal error."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -264,6 +275,11 @@ def main(argv: list[str] | None = None) -> None:
         if isinstance(e, OSError) and e.errno in _ACCESS_ERRNOS:
             what = e.filename if e.filename is not None else " ".join(str(e).split())
             _err(f"error: {what}: {e.strerror}; check its permissions or choose another path")
+            sys.exit(EXIT_INPUT)
+        if isinstance(e, OSError) and e.errno in _PATH_ERRNOS:
+            what = e.filename if e.filename is not None else " ".join(str(e).split())
+            shown = what if len(str(what)) <= 120 else f"{str(what)[:60]}…{str(what)[-40:]}"
+            _err(f"error: {shown}: {e.strerror}; {_PATH_ERRNOS[e.errno]}")
             sys.exit(EXIT_INPUT)
         if debug:
             traceback.print_exc()

@@ -19,6 +19,9 @@ from xpuperf.errors import UsageError
 
 STDIN = "-"
 """The LOGS argument that stands for standard input."""
+MAX_STDIN_BYTES = 2 << 30
+"""More than this on standard input (2 GiB) is refused: `< /dev/zero` never ends."""
+BLOCK = 1 << 20
 
 
 def with_stdin(logs: list[str], stream: BinaryIO | None = None) -> list[str]:
@@ -29,8 +32,8 @@ def with_stdin(logs: list[str], stream: BinaryIO | None = None) -> list[str]:
         stream: the binary stream to read (default ``sys.stdin.buffer``).
 
     Raises:
-        UsageError: ``-`` given twice, standard input is a terminal (nothing piped in) or
-            empty.
+        UsageError: ``-`` given twice, standard input is a terminal (nothing piped in), empty,
+            NUL bytes only, or larger than :data:`MAX_STDIN_BYTES`.
     """
     if STDIN not in logs:
         return logs
@@ -46,8 +49,18 @@ def with_stdin(logs: list[str], stream: BinaryIO | None = None) -> list[str]:
     folder = Path(tempfile.mkdtemp(prefix="xpuperf-stdin-"))
     atexit.register(shutil.rmtree, folder, True)
     path = folder / "stdin"
+    total = 0
     with path.open("wb") as out:
-        shutil.copyfileobj(stream, out, 1 << 20)
+        while block := stream.read(BLOCK):
+            if total == 0 and not block.strip(b"\x00"):
+                raise UsageError("'-': standard input starts with NUL bytes only: not a log")
+            total += len(block)
+            if total > MAX_STDIN_BYTES:
+                raise UsageError(
+                    f"'-': more than {MAX_STDIN_BYTES >> 30} GiB on standard input: save the log "
+                    "to a file and name it (or keep a window of the run)"
+                )
+            out.write(block)
     if path.stat().st_size == 0:
         raise UsageError("'-': standard input was empty (the command before the | printed nothing)")
     return [str(path) if a == STDIN else a for a in logs]

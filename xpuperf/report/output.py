@@ -268,6 +268,7 @@ def write_markdown_outputs(
             "summary not written"
         )
     wait_s = fifo_wait_s()
+    special = False  # set before anything can raise (a name too long fails in is_file)
     try:
         if special := not Path(summary_path).is_file() and Path(summary_path).exists():
             _write_special(summary_path, text, wait_s)  # a FIFO: bounded wait for its reader
@@ -278,5 +279,5 @@ def write_markdown_outputs(
         if special:
             why = _special_error(summary_path, e, wait_s)
             return f"$GITHUB_STEP_SUMMARY: {why}: step summary not written"
-        return f"cannot append to $GITHUB_STEP_SUMMARY: {e}"
+        return f"cannot append to $GITHUB_STEP_SUMMARY: {e.strerror or e}: step summary not written"
     return None
