@@ -256,3 +256,24 @@ def test_a_csv_too_big_to_read_is_refused_from_its_size(
     p.write_text("step_time_s\n" + "0.1\n" * 2000, encoding="utf-8")  # 2001 lines
     with pytest.raises(InputError, match=r"about 2,001 rows .* more than the 1,000"):
         read_logs([p])
+
+
+def test_calibrate_refuses_huge_or_binary_input_before_parsing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a 2 GB file of NULs ran > 120 s at 4.3 GB; a 50 GB sparse calibration file: MemoryError
+    import xpuperf.calibrate.run as run_mod
+    import xpuperf.costmodel.calibrated as calibrated
+
+    nul = tmp_path / "nul.txt"
+    nul.write_bytes(b"# nThread 1\n" + b"\0" * 4096)
+    with pytest.raises(InputError, match="binary file"):
+        run_mod.calibrate_files([nul])
+    monkeypatch.setattr(run_mod, "MAX_INPUT_BYTES", 100)
+    big = tmp_path / "big.txt"
+    big.write_text("#" * 200, encoding="utf-8")
+    with pytest.raises(InputError, match="larger than the 0 MiB a benchmark output can be"):
+        run_mod.calibrate_files([big])
+    monkeypatch.setattr(calibrated, "MAX_FILE_BYTES", 100)
+    with pytest.raises(InputError, match="not a calibration file"):
+        calibrated.load(big)

@@ -72,6 +72,32 @@ class CalibrationResult:
     wrong: list[float] = field(default_factory=list)
 
 
+MAX_INPUT_BYTES = 256 << 20
+"""Largest benchmark output read (a full nccl-tests sweep is tens of kB; a 100-run log a few MB)."""
+
+
+def _check_size(path: str | Path) -> None:
+    """Refuse a file too large to be benchmark output, or binary, before it is parsed."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        with p.open("rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return  # the reader says what is wrong with it
+    if size > MAX_INPUT_BYTES:
+        raise InputError(
+            f"file is {size / 2**20:,.0f} MiB, larger than the {MAX_INPUT_BYTES >> 20} MiB a "
+            "benchmark output can be: pass the output of the benchmark runs alone",
+            str(p),
+        )
+    if head and (b"\x00" in head):
+        raise InputError(
+            "binary file (NUL bytes near its start): not nccl-tests or hccl_demo text output",
+            str(p),
+        )
+
+
 def calibrate_files(
     files: list[str | Path],
     *,
@@ -112,6 +138,7 @@ def calibrate_files(
     frames, tables, warnings = [], [], []
     offset = 0
     for f in files:
+        _check_size(f)
         try:
             reader = read_hccl_demo if is_hccl_demo(f) else read_nccl_tests
             res = reader(f, collective=collective)

@@ -53,6 +53,8 @@ from xpuperf.costmodel.levels import NVLINK_LIKE, PROTOCOLS, LinkLevels, nccl_la
 from xpuperf.errors import InputError, UsageError
 from xpuperf.topology.model import Cluster
 
+MAX_FILE_BYTES = 16 << 20
+"""Largest calibration file read (real ones are a few kB; the YAML is parsed whole)."""
 SCHEMA = "xpuperf.calibration/1"
 MEASURED = "calibrated"
 """Algorithm label of a point priced by an exact fit."""
@@ -211,7 +213,15 @@ def load(path: str | Path) -> Calibration:
     if not Path(path).is_file():
         raise InputError("no such calibration file; make one with `xpuperf calibrate … -o FILE`", p)
     try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        with Path(path).open("rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            raise InputError(
+                f"file is larger than {MAX_FILE_BYTES >> 20} MiB: not a calibration file (they "
+                "are a few kB); give the file `xpuperf calibrate -o` wrote",
+                p,
+            )
+        doc = yaml.safe_load(raw.decode("utf-8"))
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read the calibration: {e.__class__.__name__}", p) from None
     except yaml.YAMLError as e:
