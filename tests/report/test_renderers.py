@@ -82,3 +82,20 @@ def test_log_strings_are_escaped_in_terminal() -> None:
     table["node"] = table["node"].astype("string").str.replace("node", "[bold]x[/bold]<script>")
     text = _terminal(analyze(table))
     assert "Traceback" not in text
+
+
+def test_json_job_steps_are_thinned_beyond_the_cap(monkeypatch) -> None:
+    # 3e7 steady steps grew past 17 GB while the JSON was built (issue 21 QA): the series is
+    # thinned to every k-th step past MAX_JSON_STEPS, and the document says so
+    import pandas as pd
+
+    from xpuperf.analysis import analyze
+    from xpuperf.report import json_report
+
+    t = pd.DataFrame({"rank": 0, "step": range(1, 1001), "step_time_s": 0.1})
+    res = analyze(t, warmup=0)
+    monkeypatch.setattr(json_report, "MAX_JSON_STEPS", 300)
+    doc = json_report.to_dict(res)
+    assert doc["job_steps_thinned"] == {"every": 4, "steady_steps": 1000}  # ⌈1000 / 300⌉
+    assert [r["step"] for r in doc["job_steps"]][:3] == [1, 5, 9]
+    assert len(doc["job_steps"]) == 250

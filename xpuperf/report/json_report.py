@@ -21,7 +21,9 @@ count no tokens), ``summary.mfu`` (null without MFU in the logs, else ``median``
 ``message``), ``checks[]`` (``name``, ``status`` = problem|clean|not_checked, ``evidence``,
 ``codes``), ``events`` (framework warnings seen in the text logs: ``events[]`` with kind,
 file, line, count, text; ``files_scanned``). NaN and infinities become null. ``nccl`` (only
-when an input has NCCL INFO lines): see :mod:`xpuperf.report.nccl_section`.
+when an input has NCCL INFO lines): see :mod:`xpuperf.report.nccl_section`. ``job_steps[]``
+(``step``, ``step_time_s``, ``fps``, ``spike`` per steady step; every k-th step beyond
+:data:`MAX_JSON_STEPS`, then ``job_steps_thinned`` = ``{every: k, steady_steps: n}``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,16 @@ from xpuperf.analysis.results import AnalyzeResult
 from xpuperf.report.common import ANALYZE_SCHEMA
 
 SCHEMA = ANALYZE_SCHEMA
+MAX_JSON_STEPS = 1_000_000
+"""Most ``job_steps`` rows a document carries: a longer run keeps every k-th steady step
+(``job_steps_thinned``), so JSON and HTML stay bounded (1e6 steps: ≈ 100 MB, 1.4 GB while
+written; 3e7 steps grew past 17 GB)."""
+
+
+def _thinned(steps: pd.DataFrame) -> pd.DataFrame:
+    """``steps``, or every k-th row of it beyond :data:`MAX_JSON_STEPS` rows (k = ⌈n / max⌉)."""
+    n = len(steps)
+    return steps if n <= MAX_JSON_STEPS else steps.iloc[:: -(-n // MAX_JSON_STEPS)]
 
 
 def _clean(x: Any) -> Any:
@@ -112,8 +124,11 @@ def to_dict(result: AnalyzeResult) -> dict[str, Any]:
         "checks": [c.to_dict() for c in result.checks],
         "warnings": result.read_warnings,
         # per steady step: step, step_time_s, fps, spike — for `xpuperf compare` on saved JSON
-        "job_steps": result.job_steps,
+        "job_steps": _thinned(result.job_steps),
     }
+    n = len(result.job_steps)
+    if n > MAX_JSON_STEPS:
+        doc["job_steps_thinned"] = {"every": -(-n // MAX_JSON_STEPS), "steady_steps": n}
     if result.events is not None:  # framework warnings: their findings and checks are above
         ev = result.events.to_dict()  # type: ignore[attr-defined]
         doc["events"] = {k: v for k, v in ev.items() if k not in ("findings", "checks")}
