@@ -113,7 +113,7 @@ def test_a_device_input_is_refused(
     assert line == (
         f"xpuperf: error: {device}: {kind}, not a regular file: xpuperf reads saved files "
         "only (reading this could block or never end); save the output to a regular file and "
-        "pass that file (analyze also reads - from a pipe)"
+        "pass that file (as a log, `xpuperf analyze -` reads one piped in)"
     )
 
 

@@ -116,8 +116,8 @@ def check_input(path: str | os.PathLike[str]) -> None:
         todo = "fix or remove the link, or name the file it should point to"
     else:
         todo = (
-            "save the output to a regular file and pass that file (analyze also reads - from a "
-            "pipe)"
+            "save the output to a regular file and pass that file (as a log, `xpuperf analyze "
+            "-` reads one piped in)"
         )
     raise InputError(
         f"{kind}, not a regular file: xpuperf reads saved files only (reading this could block "
