@@ -418,3 +418,16 @@ def test_a_step_summary_name_too_long_only_warns(
     code, err = run(["analyze", "good.csv", "-q"], capsys)
     assert code == 0
     assert "step summary not written" in err
+
+
+def test_an_output_ending_with_a_slash_is_a_folder_not_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `--json newdir/` (no such folder) wrote a file named `newdir`
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "good.csv").write_text("step,step_time_s\n1,0.1\n2,0.1\n", encoding="utf-8")
+    line = one_error(run(["analyze", "good.csv", "-q", "--json", "newdir/"], capsys))
+    assert (
+        line == "xpuperf: error: cannot write newdir/: it ends with '/', a folder; give a file name"
+    )
+    assert not (tmp_path / "newdir").exists()

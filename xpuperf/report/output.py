@@ -169,7 +169,12 @@ def write_output(path: str, text: str) -> None:
 
 def check_not_input(out: str | os.PathLike, inputs: Iterable[str | os.PathLike]) -> None:
     """Raise :class:`UsageError` if ``out`` resolves to one of ``inputs`` (files, dirs or the
-    matches of glob patterns), or cannot be written (:func:`check_output_path`)."""
+    matches of glob patterns), or cannot be written (:func:`check_output_path`); a path ending
+    with ``/`` names a folder, not the file to write (``--json newdir/`` wrote a file
+    ``newdir``)."""
+    text = os.fspath(out)
+    if text != STDOUT and text.endswith(("/", os.sep)) and not Path(text).is_dir():
+        raise UsageError(f"cannot write {text}: it ends with '/', a folder; give a file name")
     check_output_path(out)
     target = _resolved(out)
     for p in _expanded(inputs):
