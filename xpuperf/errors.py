@@ -64,3 +64,15 @@ class GateFailedError(XpuperfError):
     """A gate the user asked for (``--fail-on``) failed (exit code 1)."""
 
     exit_code = EXIT_GATE_FAILED
+
+
+def read_hint(e: OSError) -> str:
+    """What to do about a file that could not be read, as ``"; …"`` to append to a message: a
+    folder given where a file goes, missing permissions, else check the path."""
+    import errno
+
+    if e.errno == errno.EISDIR:
+        return "; it is a folder: name the file inside it"
+    if e.errno in (errno.EACCES, errno.EPERM):
+        return "; check its permissions"
+    return "; check the path"

@@ -431,3 +431,22 @@ def test_an_output_ending_with_a_slash_is_a_folder_not_a_file(
         line == "xpuperf: error: cannot write newdir/: it ends with '/', a folder; give a file name"
     )
     assert not (tmp_path / "newdir").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["plan", "--topology", "adir", "--model", "resnet50", "--step-time", "0.1",
+         "--batch-size", "32", "--cards", "1,8"],
+        ["topo", "check", "--preset", "pcie-8gpu", "--binding", "adir"],
+    ],
+    ids=["topology", "binding"],
+)  # fmt: skip
+def test_a_folder_where_a_file_goes_says_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+) -> None:  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adir").mkdir()
+    line = one_error(run(argv, capsys))
+    assert line.endswith("Is a directory; it is a folder: name the file inside it")

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 import yaml
 
-from xpuperf.errors import InputError
+from xpuperf.errors import InputError, read_hint
 from xpuperf.surrogates import clean_parsed
 from xpuperf.topology.model import FABRICS, LATENCY_US, Cluster, Network, Node
 from xpuperf.topology.schema import (
@@ -188,7 +188,7 @@ def load(path: str | Path) -> Cluster:
     try:
         text = read_bounded(p)
     except OSError as e:
-        raise InputError(f"cannot read topology file: {e.strerror or e}", p) from None
+        raise InputError(f"cannot read topology file: {e.strerror or e}{read_hint(e)}", p) from None
     except UnicodeDecodeError:
         raise InputError("not a UTF-8 text file", p) from None
     return loads(text, fmt="json" if p.suffix.lower() == ".json" else "yaml", source=p)

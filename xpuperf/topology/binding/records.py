@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xpuperf.errors import InputError
+from xpuperf.errors import InputError, read_hint
 from xpuperf.topology.build import MAX_CPUS, parse_cpus
 
 MAX_BINDING_BYTES = 64 * 1024 * 1024
@@ -76,7 +76,7 @@ def read_text(path: str | Path) -> str:
             )
         return p.read_text(encoding="utf-8-sig")  # a BOM (Excel CSV export) is dropped
     except OSError as e:
-        raise InputError(f"cannot read binding file: {e.strerror or e}", p) from None
+        raise InputError(f"cannot read binding file: {e.strerror or e}{read_hint(e)}", p) from None
     except UnicodeDecodeError:
         raise InputError("binding file is not UTF-8 text", p) from None
 

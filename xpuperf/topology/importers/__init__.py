@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from xpuperf.errors import InputError
+from xpuperf.errors import InputError, read_hint
 from xpuperf.topology.importers import (
     lscpu,
     lstopo,
@@ -100,7 +100,7 @@ def read_text(path: str | Path) -> str:
     except (gzip.BadGzipFile, EOFError, zlib.error) as e:
         raise InputError(f"not a readable gzip file ({e or type(e).__name__})", p) from None
     except OSError as e:
-        raise InputError(f"cannot read topology file: {e.strerror or e}", p) from None
+        raise InputError(f"cannot read topology file: {e.strerror or e}{read_hint(e)}", p) from None
     except UnicodeDecodeError:
         raise InputError("not a UTF-8 text file", p) from None
 
