@@ -132,3 +132,20 @@ def test_torchtitan_rank0_only_with_the_torchrun_line(tmp_path: Path) -> None:
     assert s.throughput_tokens_per_s == pytest.approx(160_000)
     checks = {c.name: c.status.value for c in res.checks}
     assert checks["steps.stragglers"] == "not_checked"
+
+
+def test_a_job_level_log_over_the_cap_is_never_read_as_one_rank_of_many(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # job-level lines carry the JOB's samples: when the spread is refused by the row cap, an
+    # echoed launch line must not copy them as one rank's (that would multiply the job by N);
+    # the launch line is also looked for once, not again by the one-rank path
+    calls = []
+    real = world.from_launch
+    monkeypatch.setattr(world, "from_launch", lambda src: calls.append(1) or real(src))
+    monkeypatch.setattr(world, "MAX_SPREAD_ROWS", 30 * 8 - 1)
+    r = read_logs([_megatron(tmp_path, "mpirun -np 8 python pretrain_gpt.py")])
+    assert r.job_level_cards is None
+    assert r.table["rank"].nunique() == 1
+    assert (r.table["samples"] == 512).all()
+    assert len(calls) == 1

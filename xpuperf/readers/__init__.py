@@ -306,11 +306,13 @@ def read_logs(
     read_notes: list[str] = []
     skipped = 0
     spread: int | bool = False  # the N a job-level log was spread over
+    job_level = False
     for p in parts:
         df, warns = build.finish(p)
         warnings.extend(warns)
         notes = list(getattr(p.raw, "notes", ()))
         if len(parts) == 1 and world.is_job_level(notes):
+            job_level = True
             df, notes, n = world.job_level(p, df, notes, world_size)
             spread = n or spread
         said = [f"{p.src.name}: {note}" for note in notes]
@@ -325,7 +327,7 @@ def read_logs(
     kept = [f for f in frames if not f.empty]
     frames.clear()
     table = kept[0] if len(kept) == 1 else pd.concat(kept, ignore_index=True)
-    if not spread and len(parts) == 1 and table["rank"].nunique() == 1:
+    if not (spread or job_level) and len(parts) == 1 and table["rank"].nunique() == 1:
         table, note, n = world.one_rank(parts[0], table, world_size)  # ranks filtered out
         if note:
             said = f"{parts[0].src.name}: {note}"
