@@ -93,7 +93,7 @@ def make_plan(
     return PlanResult(est, target, fixes, (first, *notes), curves, together, fc, cal)
 
 
-def speedup_note(one_card_s: float, fixes: Sequence[Fix], together: object) -> str:
+def speedup_note(one_card_s: float, fixes: Sequence[Fix], together: Combined | None) -> str:
     """What "speedup" means in the table and the fixes (the first note of every plan): per-card
     throughput over one card alone as it runs today, kept for every fix so that a fix's "after"
     is its throughput; above 1.0 is explained when a fix or the fixes together get there."""
@@ -103,7 +103,7 @@ def speedup_note(one_card_s: float, fixes: Sequence[Fix], together: object) -> s
     )
     afters = [f.speedup_after for f in fixes]
     if together is not None:
-        afters.append(together.speedup_after)  # type: ignore[attr-defined]
+        afters.append(together.speedup_after)
     if any(a > 1.0 for a in afters):
         text += "; above 1.0: the fix also makes one card faster than it is today"
     return text
