@@ -9,6 +9,7 @@ Exit codes: 0 ran fine, 1 a gate the user asked for failed, 2 usage or input err
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 EXIT_OK = 0
@@ -66,13 +67,22 @@ class GateFailedError(XpuperfError):
     exit_code = EXIT_GATE_FAILED
 
 
-def read_hint(e: OSError) -> str:
-    """What to do about a file that could not be read, as ``"; …"`` to append to a message: a
-    folder given where a file goes, missing permissions, else check the path."""
-    import errno
+PATH_REMEDIES: dict[int, str] = {
+    errno.ENAMETOOLONG: "shorten the file name (at most 255 bytes per part)",
+    errno.ENOENT: "check the path",
+    errno.ENOTDIR: "a part of the path is a file, not a folder; check the path",
+    errno.EISDIR: "it is a folder: name the file inside it",
+    errno.ELOOP: "fix or remove the looping symbolic link",
+    errno.EFBIG: "the file is too large for this file system; write elsewhere",
+    errno.EINVAL: "check the path (a name this file system refuses)",
+    errno.EACCES: "check its permissions",
+    errno.EPERM: "check its permissions",
+}
+"""What to do about a path the OS refused, by errno: the user's setup, exit 2 (the CLI's last
+resort in ``cli/app.py`` and :func:`read_hint`)."""
 
-    if e.errno == errno.EISDIR:
-        return "; it is a folder: name the file inside it"
-    if e.errno in (errno.EACCES, errno.EPERM):
-        return "; check its permissions"
-    return "; check the path"
+
+def read_hint(e: OSError) -> str:
+    """What to do about a file that could not be read, as ``"; …"`` to append to a message
+    (:data:`PATH_REMEDIES`; else check the path)."""
+    return "; " + PATH_REMEDIES.get(e.errno or 0, "check the path")

@@ -26,7 +26,7 @@ try:  # Ctrl-C while Python loads the CLI: exit 130 quietly, not a traceback
     from typer.core import TyperGroup
 
     from xpuperf import __version__
-    from xpuperf.errors import EXIT_INPUT, EXIT_INTERNAL, XpuperfError
+    from xpuperf.errors import EXIT_INPUT, EXIT_INTERNAL, PATH_REMEDIES, XpuperfError
 
     try:  # typer >= 0.25 vendors click: its usage errors derive from TyperException
         from typer.exceptions import TyperException as _UsageErrors
@@ -200,17 +200,6 @@ _OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF})
 _ACCESS_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 """OSError numbers of a file or folder the user may not write (or read): the setup, not a bug
 (e.g. a folder made read-only while ``ingest`` writes into it)."""
-_PATH_ERRNOS = {
-    errno.ENAMETOOLONG: "shorten the file name (at most 255 bytes per part)",
-    errno.ENOENT: "check the path",
-    errno.ENOTDIR: "a part of the path is a file, not a folder; check the path",
-    errno.EISDIR: "it is a folder; name a file",
-    errno.ELOOP: "fix or remove the looping symbolic link",
-    errno.EFBIG: "the file is too large for this file system; write elsewhere",
-    errno.EINVAL: "check the path (a name this file system refuses)",
-}
-"""OSError numbers about a path the user named (too long, missing, a loop…) and what to do:
-exit 2, not an internal error."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -276,10 +265,10 @@ def main(argv: list[str] | None = None) -> None:
             what = e.filename if e.filename is not None else " ".join(str(e).split())
             _err(f"error: {what}: {e.strerror}; check its permissions or choose another path")
             sys.exit(EXIT_INPUT)
-        if isinstance(e, OSError) and e.errno in _PATH_ERRNOS:
+        if isinstance(e, OSError) and e.errno in PATH_REMEDIES:
             what = e.filename if e.filename is not None else " ".join(str(e).split())
             shown = what if len(str(what)) <= 120 else f"{str(what)[:60]}…{str(what)[-40:]}"
-            _err(f"error: {shown}: {e.strerror}; {_PATH_ERRNOS[e.errno]}")
+            _err(f"error: {shown}: {e.strerror}; {PATH_REMEDIES[e.errno]}")
             sys.exit(EXIT_INPUT)
         if debug:
             traceback.print_exc()
