@@ -450,3 +450,18 @@ def test_a_folder_where_a_file_goes_says_what_to_do(
     (tmp_path / "adir").mkdir()
     line = one_error(run(argv, capsys))
     assert line.endswith("Is a directory; it is a folder: name the file inside it")
+
+
+def test_two_outputs_to_one_file_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `--json out.json --html out.json` exited 0 with the JSON replaced by the HTML
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "good.csv").write_text("step,step_time_s\n1,0.1\n2,0.1\n", encoding="utf-8")
+    argv = ["analyze", "good.csv", "-q", "--json", "out.json", "--html", "./out.json"]
+    line = one_error(run(argv, capsys))
+    assert line == (
+        "xpuperf: error: --json and --html both write ./out.json: one would replace the other; "
+        "give each output its own file"
+    )
+    assert not (tmp_path / "out.json").exists()

@@ -146,7 +146,8 @@ def stdout_outputs(**outputs: str | None) -> bool:
 
     Raises:
         UsageError: an output path that is empty or blank; more than one output is ``-`` (they
-            would interleave on stdout).
+            would interleave on stdout) or names the same file (the last would replace the
+            others: ``--json out.json --html out.json`` lost the JSON).
     """
     for k, v in outputs.items():
         if v is not None and not v.strip():
@@ -156,6 +157,20 @@ def stdout_outputs(**outputs: str | None) -> bool:
         raise UsageError(
             f"{' and '.join(flags)} both write to stdout (-); send one of them to a file"
         )
+    seen: dict[Path, str] = {}
+    for k, v in outputs.items():
+        if v is None or v == STDOUT:
+            continue
+        try:
+            target = _resolved(v)
+        except ValueError:  # a NUL byte: check_output_path refuses it with its own message
+            continue
+        if target in seen:
+            raise UsageError(
+                f"{seen[target]} and --{k} both write {v}: one would replace the other; give "
+                "each output its own file"
+            )
+        seen[target] = f"--{k}"
     return bool(flags)
 
 
