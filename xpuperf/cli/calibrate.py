@@ -5,7 +5,6 @@ The lead registers it in app.py: ``app.command("calibrate")(calibrate_cmd.calibr
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -18,7 +17,7 @@ from xpuperf.calibrate.single import parse_link
 from xpuperf.cli.console import err_console, out_console
 from xpuperf.errors import InputError, UsageError
 from xpuperf.kinds import CALIBRATE, pointed
-from xpuperf.report.output import check_not_input, write_text_atomic
+from xpuperf.report.output import STDOUT, check_not_input, stdout_outputs, write_output
 from xpuperf.report.terminal import safe
 from xpuperf.topology import presets
 from xpuperf.topology.importers import load_any
@@ -42,7 +41,9 @@ def calibrate(
     files: Annotated[list[str], typer.Argument(help="nccl-tests output files (*_perf stdout).")],
     output: Annotated[
         str | None,
-        typer.Option("--output", "-o", help="Write the xpuperf.calibration/1 YAML to PATH."),
+        typer.Option(
+            "--output", "-o", help="Write the xpuperf.calibration/1 YAML to PATH, or - for stdout."
+        ),
     ] = None,
     topology: Annotated[
         str | None,
@@ -78,7 +79,9 @@ def calibrate(
     html_out: Annotated[
         str | None,
         typer.Option(
-            "--html", help="Write a self-contained HTML report (busbw vs size per fit) to PATH."
+            "--html",
+            help="Write a self-contained HTML report (busbw vs size per fit) to PATH, - for "
+            "stdout.",
         ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No terminal summary.")] = False,
@@ -86,8 +89,9 @@ def calibrate(
     """Fit latency and bus bandwidth to nccl-tests results; flag busbw far below the topology.
     A single size (one row) is compared with the link under it (--topology or --link)."""
     err = err_console()
+    to_stdout = stdout_outputs(output=output, json=json_out, html=html_out)  # one `-` at most
     for out in (output, json_out, html_out):
-        if out and out != "-":
+        if out and out != STDOUT:
             inputs = [*files, *([topology] if topology else [])]  # the topology file too
             check_not_input(out, [p for p in inputs if Path(p).exists()])
     try:
@@ -105,18 +109,16 @@ def calibrate(
         add_topology_findings(result, cluster, topology)
     for w in result.warnings:
         err.print("warning: " + safe(w))
-    if output:
-        write_text_atomic(output, render_calibration_yaml(result, output))
+    if output:  # `-`: stdout; a topology file is named relative to the file written
+        where = None if output == STDOUT else output
+        write_output(output, render_calibration_yaml(result, where))
     if html_out:
         from xpuperf.report.calibrate_html import render_calibrate_html
-        from xpuperf.report.output import write_output
 
         write_output(html_out, render_calibrate_html(result, cluster))
-    if json_out == "-":
-        sys.stdout.write(render_json(result))
-    elif json_out:
-        write_text_atomic(json_out, render_json(result))
-    if not quiet and "-" not in (json_out, html_out):
+    if json_out:
+        write_output(json_out, render_json(result))
+    if not quiet and not to_stdout:
         render_terminal(result, out_console())
         if result.nccl:  # NCCL INFO lines in the inputs; their findings and checks are above
             from xpuperf.report.nccl_section import render_nccl

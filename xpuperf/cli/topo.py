@@ -22,7 +22,7 @@ from xpuperf.cli.options import QuietOption
 from xpuperf.errors import GateFailedError, InputError, UsageError
 from xpuperf.findings import Severity
 from xpuperf.kinds import TOPO, pointed
-from xpuperf.report.output import check_not_input, write_text_atomic
+from xpuperf.report.output import STDOUT, check_not_input, write_text_atomic
 from xpuperf.report.terminal import safe
 from xpuperf.topology import audit, evidence, presets
 from xpuperf.topology import binding as bind
@@ -339,12 +339,16 @@ def import_(
     ],
     output: Annotated[
         str | None,
-        typer.Option("-o", "--output", help="Description file to write (.json: JSON, else YAML)."),
+        typer.Option(
+            "-o", "--output", help="Description file (.json: JSON, else YAML); - for stdout."
+        ),
     ] = None,
     quiet: QuietOption = False,
 ) -> None:
-    """Read what the machine printed into a description file (stdout without -o); notes on what
-    was inferred go to stderr."""
+    """Read what the machine printed into a description file (stdout without -o or with -o -);
+    notes on what was inferred go to stderr."""
+    if output == STDOUT:
+        output = None  # the YAML on stdout, as without -o
     if output is not None:
         check_not_input(output, files)
     topo_files, extra, hints = _split(files)  # extra: files that only name cards or a VM
