@@ -42,14 +42,23 @@ def _preset_names() -> list[str]:
 
 
 def _cards(text: str | None) -> list[int]:
+    """``--cards 1,8,64``: whole numbers >= 1 separated by commas (blanks allowed around them).
+
+    Raises:
+        UsageError: an empty item (``1,,8``, a trailing comma) or one that is not a whole number
+            >= 1 (``0``, ``-8``, ``8.5``, ``abc``), naming the item.
+    """
     if text is None:
         return list(DEFAULT_CARDS)
-    try:
-        out = [int(x) for x in text.replace(" ", "").split(",") if x]
-    except ValueError:
-        raise UsageError(f"--cards: expected integers separated by commas, got {text!r}") from None
-    if not out or any(c < 1 for c in out):
-        raise UsageError(f"--cards: card counts must be integers >= 1, got {text!r}")
+    out = []
+    for i, item in enumerate((x.strip() for x in text.split(",")), 1):
+        if not item:
+            raise UsageError(f"--cards {text!r}: item {i} is empty; give card counts separated by "
+                             "commas, e.g. 1,8,64")  # fmt: skip
+        if not (item.isascii() and item.isdigit()) or int(item) < 1:
+            raise UsageError(f"--cards {text!r}: {item!r} is not a card count (a whole number "
+                             ">= 1); give e.g. 1,8,64")  # fmt: skip
+        out.append(int(item))
     return out
 
 
