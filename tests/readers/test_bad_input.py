@@ -216,6 +216,17 @@ def test_not_utf8_line(write) -> None:
     _one_warning(res, p, 3, 1, "not valid UTF-8")
 
 
+def test_json_lines_none_of_them_utf8_say_so(write) -> None:
+    # every line holds a byte that is not UTF-8: the reason is the encoding (2 lines, first at
+    # line 1), not "no step time column ... found: (none)" as before
+    p = write("r.jsonl", b'{"step": 1, "step_time": 0.5, "n": "\xff"}\n{"step": 2, "n": "\xfe"}\n')
+    with pytest.raises(InputError, match=r"no line could be read as a record: 2 line\(s\) not val"):
+        read_logs([p])
+    with pytest.raises(InputError) as e:
+        read_logs([p])
+    assert e.value.line == 1
+
+
 def test_malformed_json_lines(write) -> None:
     lines = [
         '{"step": 1, "step_time": 0.2}',

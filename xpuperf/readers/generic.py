@@ -270,6 +270,10 @@ def read_jsonl(src: Source) -> RawTable:
 
         return RawTable(frame, locate=locate, unit="line", columns=names)
     frame, lines, drops = ln.read_json_lines(src)
+    if len(frame) == 0 and drops:  # every line dropped: say why, not "no step time column"
+        first = min(drops, key=lambda d: d.first or 0)
+        why = "; ".join(f"{d.count} line(s) {d.reason}" for d in drops)
+        raise InputError(f"no line could be read as a record: {why}", src.name, first.first)
     names = [str(c) for c in frame.columns]
     frame = frame[colmod.select(names)]
     return RawTable(frame, locate=ln.locate_from(lines), unit="line", drops=drops, columns=names)
