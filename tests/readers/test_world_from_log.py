@@ -91,6 +91,16 @@ def test_launch_line_echoed_in_the_log(tmp_path: Path, launch: str, cards: int |
 def test_the_logs_own_world_size_beats_a_launch_line(tmp_path: Path) -> None:
     r = read_logs([_megatron(tmp_path, "mpirun -np 8 python x.py\n" + HEAD)])
     assert r.job_level_cards == 64  # 'using world size: 64' — the run's own statement
+    clash = [w for w in r.warnings if "but its launch line 1 starts 8 processes" in w]
+    assert len(clash) == 1
+    assert "world size of 64" in clash[0]
+    assert "--world-size N" in clash[0]
+
+
+def test_a_launch_line_that_agrees_is_not_mentioned(tmp_path: Path) -> None:
+    r = read_logs([_megatron(tmp_path, "mpirun -np 64 python x.py\n" + HEAD)])
+    assert r.job_level_cards == 64
+    assert not [w for w in r.warnings if "processes" in w]
 
 
 def test_notes_on_how_a_complete_log_was_read_are_not_xp401(tmp_path: Path) -> None:

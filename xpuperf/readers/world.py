@@ -55,12 +55,21 @@ def job_level(
     line, :func:`from_launch`). Returns the table, the notes (the job-level note replaced by
     :func:`note` once spread) and N (None when not spread)."""
     raw = part.raw  # type: ignore[attr-defined]
-    if given is None and not getattr(raw, "world_size", None):
+    clash = ""
+    if given is None:
         launch = from_launch(part.src)  # type: ignore[attr-defined]  # `mpirun -np 16` echoed
-        if launch is not None and hasattr(raw, "world_size"):
+        stated = getattr(raw, "world_size", None)
+        if launch is not None and not stated and hasattr(raw, "world_size"):
             raw.world_size, raw.world_source = launch
+        elif launch is not None and stated and launch[0] != stated:
+            clash = (
+                f"the log states a world size of {stated:,} in its "
+                f"{getattr(raw, 'world_source', '') or 'lines'} but its {launch[1]} starts "
+                f"{launch[0]:,} processes; used {stated:,} (the run's own statement): pass "
+                "--world-size N if the launch line is the right one"
+            )
     n, why = choose(given, raw, len(df))
-    notes = [*notes, why] if why else list(notes)
+    notes = [*notes, *(x for x in (why, clash) if x)]
     if n is None:
         return df, notes, None
     df = spread(df, n)
