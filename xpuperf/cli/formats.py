@@ -46,9 +46,13 @@ def formats(
     if pattern is not None and explain is None:
         raise UsageError("--pattern goes with --explain FILE here (or with `xpuperf analyze`)")
     if explain is not None:
+        from xpuperf.cli.console import err_console
+        from xpuperf.cli.options import bare_pattern_warning
         from xpuperf.cli.stdin import with_stdin
         from xpuperf.readers.formats.explain import explain as explain_file
 
+        if pattern is not None and (warning := bare_pattern_warning(pattern)):
+            err_console().print(f"warning: {warning}", markup=False)
         (explain,) = with_stdin([explain])  # `-`: a log piped in
         got = explain_file(explain, pattern)
         text = (got.reader or "none") if quiet else "\n".join(got.lines)

@@ -27,14 +27,40 @@ PatternOption = Annotated[
 
 def reader_format(fmt: str | None, pattern: str | None) -> object:
     """What ``fmt=`` of the readers takes: the ``--format`` name, or the ``--pattern`` compiled
-    into a format (UsageError, exit 2: a malformed pattern, or both options given)."""
+    into a format (UsageError, exit 2: a malformed pattern, or both options given). A pattern
+    without literal text (``'{step_time_ms}'``, ``'{step} {step_time_ms}'``) is read as given,
+    with a warning on stderr (:func:`bare_pattern_warning`)."""
     if pattern is None:
         return fmt
     if fmt is not None:
         raise UsageError("give --format NAME or --pattern '…', not both")
     from xpuperf.readers.formats.pattern import pattern_format  # pandas: not at start-up
 
-    return pattern_format(pattern)
+    found = pattern_format(pattern)
+    if warning := bare_pattern_warning(pattern):
+        from xpuperf.cli.console import err_console
+
+        err_console().print(f"warning: {warning}", markup=False)
+    return found
+
+
+def bare_pattern_warning(pattern: str) -> str | None:
+    """One line when ``pattern`` has fields and blanks but no literal text: it then matches the
+    first number(s) of any line (an epoch, a date, a loss), not the value meant; else None.
+
+    Raises:
+        UsageError: a malformed pattern (:func:`~xpuperf.readers.formats.pattern.compile_pattern`).
+    """
+    from xpuperf.readers.formats.pattern import compile_pattern
+
+    if compile_pattern(pattern).needle:
+        return None
+    return (
+        f"--pattern {pattern!r} has no literal text, so it matches the first number of any line "
+        "(an epoch, a date, a loss): anchor it with the text the log prints around the value, "
+        "e.g. 'time {step_time_ms}ms' (`xpuperf formats --explain FILE --pattern '…'` shows "
+        "what it matches)"
+    )
 
 
 BatchSizeOption = Annotated[
