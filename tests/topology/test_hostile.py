@@ -58,3 +58,26 @@ def test_huge_preset_node_count_is_refused() -> None:
         presets.generic(10**9, 8)
     with pytest.raises(ValueError, match="1000000 cards in all"):
         presets.generic(1000, 4096)
+
+
+@pytest.mark.parametrize(
+    ("text", "mapping"),
+    [("hello world\nfoo bar\n", False), ("", False), ("- a\n- b\n", False), ("nodes: []\n", True)],
+)
+def test_text_that_is_no_topology_names_both_kinds(
+    tmp_path: Path, text: str, mapping: bool
+) -> None:
+    # `topo check junk.txt` said "a topology description is a mapping with schema: …", which
+    # names neither what the file should be nor the tool outputs that are accepted; a mapping
+    # without its schema line is still judged by the loader (schema: missing)
+    from xpuperf.topology.importers import load_any
+
+    p = tmp_path / "t.txt"
+    p.write_text(text)
+    with pytest.raises(InputError) as e:
+        load_any(p)
+    if mapping:
+        assert "schema: missing" in str(e.value)
+    else:
+        assert "neither a topology description" in str(e.value)
+        assert "nvidia-smi topo -m" in str(e.value)

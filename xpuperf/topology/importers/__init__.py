@@ -110,6 +110,24 @@ def _is_gzip(p: Path) -> bool:
         return fh.read(2) == b"\x1f\x8b"
 
 
+KNOWN = (
+    "nvidia-smi topo -m, nvidia-smi nvlink -s, numactl -H, lscpu, lstopo, npu-smi info [-t topo], "
+    "mx-smi topo -m, NCCL topology XML, rocm-smi --showtopo, HCCL rank table JSON"
+)
+"""The tool outputs the importers read, as the errors list them."""
+
+
+def _yaml_mapping(text: str) -> bool:
+    """Whether ``text`` parses as a YAML (or JSON) mapping: a description, perhaps a broken one,
+    that the loader should judge."""
+    import yaml
+
+    try:
+        return isinstance(yaml.safe_load(text), dict)
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return False
+
+
 def parse_text(text: str, source: str = "<text>") -> Imported:
     """Every importer that recognises ``text``, merged.
 
@@ -119,11 +137,7 @@ def parse_text(text: str, source: str = "<text>") -> Imported:
     names = detect(text)
     if not names:
         raise InputError(
-            "not a topology format xpuperf can import; expected one of: "
-            "nvidia-smi topo -m, nvidia-smi nvlink -s, numactl -H, lscpu, lstopo, npu-smi info "
-            "[-t topo], mx-smi topo -m, NCCL topology XML, rocm-smi --showtopo, HCCL rank table "
-            "JSON",
-            source,
+            f"not a topology format xpuperf can import; expected one of: {KNOWN}", source
         )
     try:
         return merge([IMPORTERS[n].parse(text, source=source) for n in names])
@@ -202,8 +216,16 @@ def load_any(path: str | Path) -> Cluster:
     if p.is_file():
         text = read_text(p)
         refuse_long_lines(text, p)
-        if "xpuperf.topology/" not in text and detect(text):
-            return import_topology([p])
+        if "xpuperf.topology/" not in text:
+            if detect(text):
+                return import_topology([p])
+            if not _is_gzip(p) and not _yaml_mapping(text):
+                raise InputError(
+                    "neither a topology description (YAML whose first line is `schema: "
+                    "xpuperf.topology/1`, docs/topology.md) nor a tool output xpuperf can import "
+                    f"({KNOWN})",
+                    p,
+                )
         if _is_gzip(p):  # a compressed description: .json.gz is JSON, anything else YAML
             fmt = "json" if p.name.lower().removesuffix(".gz").endswith(".json") else "yaml"
             return loads(text, fmt=fmt, source=p)
