@@ -78,6 +78,30 @@ def test_contradictory_repeats_are_refused() -> None:
         forecast_ladder(read, [8], 8, lambda n: 0.0)
 
 
+def test_a_rung_the_fitted_ladder_cannot_reach_is_refused() -> None:
+    # t1 = 0.1 s; t8 = 0.125 (a = 25 ms, σ8 = 2.5 ms); t16 = 0.5 (s = 0.2, loss 0.4, σ16 = 10 ms);
+    # t32 = 0.125 (loss 25 ms, σ32 = 2.5 ms). Rows: 16 = a + b + c, 32 = a + b + 2c: c would be
+    # -0.375 s, so c = 0 at its bound and u = a + b is the weighted mean of 0.4 and 0.025:
+    # (0.4/1e-4 + 0.025/6.25e-6) / (1/1e-4 + 1/6.25e-6) = 8000/170000 = 0.047059 s.
+    # Fitted s16 = 0.1/0.147059 = 0.680; z16 = (0.4 - 0.047059)/0.01 = 35.3 σ (the worst).
+    # Before: forecast from it with an interval nothing widened (3 rungs, 3 parameters).
+    lad = _ladder([(1, 1, 1.0), (8, 1, 0.8), (16, 2, 0.2), (32, 4, 0.8)])
+    with pytest.raises(InputError, match=r"16 cards measured at speedup 0\.200 \(r16\), but "
+                       r"the model .* puts it at 0\.680, 35\.3 σ away"):  # fmt: skip
+        forecast_ladder(lad, [64], 8, lambda n: 0.0)
+
+
+@pytest.mark.parametrize(("s8", "refused"), [(1.05, False), (1.09, True)])
+def test_a_superlinear_rung_beyond_noise_is_refused(s8: float, refused: bool) -> None:
+    # same per-card batch: more than 1 + 4 × 2 % = 1.08 is not noise; 1.05 is (a < 0 fitted)
+    lad = _ladder([(1, 1, 1.0), (8, 1, s8)])
+    if not refused:
+        assert forecast_ladder(lad, [8], 8, lambda n: 0.0).points[0].speedup == pytest.approx(s8)
+        return
+    with pytest.raises(InputError, match=r"8 cards measured at speedup 1\.090 .* 9% above one"):
+        forecast_ladder(lad, [8], 8, lambda n: 0.0)
+
+
 def test_table_ladder_reads_speedups_and_the_one_card_step() -> None:
     # 640 / (8 × 100) = 0.8; 1000 / (16 × 100) = 0.625; t1 = 32 / 100 = 0.32 s
     lad = read_ladder(["tests/data/ladder_two_nodes/scaling.csv"])

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from xpuperf.advice.forecast_text import meaning
 from xpuperf.advice.ladder import Ladder
 from xpuperf.errors import InputError
 
@@ -51,7 +52,11 @@ neighbouring rungs for no modelled reason (TensorFlow benchmarks 2017: ResNet-50
 Z = 1.645
 """Half-width of the prediction interval in standard deviations (90 % two-sided, normal)."""
 CONTRADICTION = 4.0
-"""Two measurements of one card count further apart than this many σ contradict each other."""
+"""Two measurements of one card count further apart than this many σ contradict each other, as
+does a rung this many σ from the fit of the whole ladder."""
+SUPERLINEAR = 1.0 + CONTRADICTION * SIGMA_REL
+"""A rung's speedup above this (1.08) is not noise at the same per-card batch (data parallelism:
+each card does the same work as one card alone, plus communication)."""
 PARAMS = ("intra_fixed_s", "intra_per_card_s", "inter_fixed_s", "inter_per_doubling_s")
 LEVEL = {"intra_fixed_s": "intra-node", "intra_per_card_s": "intra-node",
          "inter_fixed_s": "inter-node", "inter_per_doubling_s": "inter-node"}  # fmt: skip
@@ -266,6 +271,7 @@ def forecast_ladder(ladder: Ladder, cards: Sequence[int], cards_per_node: int,
     y = t - t1 - np.array(comm) - np.array(jit)
     sd = SIGMA_REL * t
     fit = _fit(rows, y, sd)
+    _refuse_misfit(fit, rows, y, sd, t1, ladder)
     points = [_point(fit, rows, y, sd, t1, c, g, model_loss_s, sync) for c in cards]
     measured = tuple(
         MeasuredRung(c, m, t1 / tn, t1 / (t1 + cc + jj + float(_row(n, m) @ fit.theta)), tn,
@@ -280,6 +286,47 @@ def forecast_ladder(ladder: Ladder, cards: Sequence[int], cards_per_node: int,
         else ["no per-rank logs: the synchronisation wait is not measured and sits in the residual"]
     )
     return LadderForecast(tuple(points), fitted, (one, *measured), t1, SIGMA_REL, tuple(notes))
+
+
+def _refuse_misfit(fit: _Fit, rows, y: np.ndarray, sd: np.ndarray, t1: float,
+                   ladder: Ladder) -> None:  # fmt: skip
+    """Refuse a ladder the model cannot describe instead of forecasting from it with an
+    interval that does not show it (with as many rungs as free parameters nothing widens it):
+
+    - a rung above :data:`SUPERLINEAR` (per-card throughput above one card alone at the same
+      per-card batch beyond noise: a different batch, a wrong one-card figure or a job total
+      read as per card);
+    - a rung more than :data:`CONTRADICTION` σ from the fit of the whole ladder (a loss that
+      jumps at one rung, or one rung measured differently from the rest).
+
+    Raises:
+        InputError: naming the rung, its measured and fitted speedup and what to do.
+    """
+    for c, _, _, tn in rows:
+        s = t1 / tn
+        if s > SUPERLINEAR:
+            raise InputError(
+                f"contradictory ladder: {c} cards measured at speedup {s:.3f} "
+                f"({_sources(ladder, c)}), per-card throughput {s - 1:.0%} above one card "
+                f"alone (more than {SUPERLINEAR - 1:.0%}): check that every rung has the same "
+                "per-card batch, that the one-card figure is one card alone and that job "
+                f"totals are not read as per-card figures; re-measure {c} cards"
+            )
+    x = np.array([_row(n, m) for _, m, n, _ in rows]).reshape(len(rows), 4)
+    z = (y - x @ fit.theta) / sd
+    worst = int(np.argmax(np.abs(z))) if len(z) else -1
+    if worst >= 0 and abs(z[worst]) > CONTRADICTION:
+        c, _, _, tn = rows[worst]
+        fitted = t1 / (tn - (y[worst] - float(x[worst] @ fit.theta)))
+        others = ", ".join(str(r[0]) for i, r in enumerate(rows) if i != worst) or "none"
+        raise InputError(
+            f"contradictory ladder: {c} cards measured at speedup {t1 / tn:.3f} "
+            f"({_sources(ladder, c)}), but the model fitted to the ladder (1, {others} cards "
+            f"and the cost model) puts it at {fitted:.3f}, {abs(z[worst]):.1f} σ away (limit "
+            f"{CONTRADICTION:g} σ of {SIGMA_REL:.0%}); re-measure {c} cards (same per-card "
+            "batch, steady steps); if it holds, the loss jumps there: find why with `xpuperf "
+            "analyze` on that run's per-rank logs before forecasting past it"
+        )
 
 
 def _sources(ladder: Ladder, cards: int) -> str:
@@ -329,39 +376,9 @@ def _fitted(fit: _Fit, rows, g: int, model_loss_s) -> list[Fitted]:
     out = []
     for j in fit.free:
         v, se = float(fit.theta[j]), float(math.sqrt(max(0.0, fit.cov[j, j])))
-        text = _meaning(j, v, se, rows, g, model_loss_s)
+        text = meaning(j, v, se, rows, g, model_loss_s)
         out.append(Fitted(PARAMS[j], v, "s", se, LEVEL[PARAMS[j]], text))
     return out
-
-
-def _meaning(j: int, v: float, se: float, rows, g: int, model_loss_s) -> str:
-    ms, pm = v * 1e3, se * 1e3
-    if j == 0:
-        word = "host/framework overhead" if v >= 0 else "the cost model over-prices by"
-        counts = sorted({c for c, m, _, _ in rows if m == 1})
-        return (
-            f"{word} {abs(ms):.1f} ± {pm:.1f} ms per step from 1 to {counts[-1]} cards on "
-            "one node, beyond the modelled communication"
-        )
-    if j == 1:
-        return (
-            f"{ms:.2f} ± {pm:.2f} ms per step for each further card of a node (host work "
-            "that grows with the cards one host drives)"
-        )
-    if j == 2:
-        first = min((c for c, m, _, _ in rows if m > 1))
-        net = model_loss_s(first) - model_loss_s(g) if first > g else 0.0
-        text = f"{ms:.1f} ± {pm:.1f} ms per step once the job spans nodes"
-        if net > 0 and v > 0:
-            text += (
-                f"; as a link shortfall: inter-node links deliver {net / (net + v):.0%} of "
-                f"the modelled rate at {first} cards"
-            )
-        return text
-    return (
-        f"{ms:.2f} ± {pm:.2f} ms per step more for each doubling of the node count "
-        "(synchronisation, latency the cost model does not price)"
-    )
 
 
 def calibrated_speedup(fc: LadderForecast, cards: int, loss_n_s: float, loss_1_s: float) -> float:
