@@ -44,6 +44,7 @@ FRAMEWORK_DIRS = {
     "hf_trainer_state": "formats_hf_trainer_state",
     "timm": "formats_timm",
     "nanogpt": "formats_nanogpt",
+    "fairseq": "formats_fairseq",
 }
 
 

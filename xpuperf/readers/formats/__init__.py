@@ -19,6 +19,7 @@ from xpuperf.readers.formats import (
     console,
     deepspeed,
     detectron2,
+    fairseq,
     hf,
     hf_state,
     keras,
@@ -35,8 +36,8 @@ from xpuperf.readers.formats import (
 )
 
 MODULES: tuple[ModuleType, ...] = (
-    megatron, deepspeed, torchtitan, mmengine, detectron2, maskrcnn, paddle, hf, hf_state, keras,
-    tfcnn, mindspore, ascend, timm, nanogpt, mllog,
+    megatron, deepspeed, torchtitan, mmengine, detectron2, maskrcnn, paddle, fairseq, hf, hf_state,
+    keras, tfcnn, mindspore, ascend, timm, nanogpt, mllog,
 )  # fmt: skip
 """Format modules in sniffing order."""
 
