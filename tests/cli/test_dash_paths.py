@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from xpuperf.cli import app as cli_app
+from tests.cli.conftest import Run
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 TOPO_M = DATA / "topology_import_nvsmi" / "14_topo_dgx1-v100-hybrid-cube-mesh-nv1-nv2-mlx5.txt"
@@ -35,17 +35,10 @@ def nccl_tests_output(alpha_us: float = 10.0, busbw_GBps: float = 100.0) -> str:
     return head + "".join(rows) + "# Avg bus bandwidth    : 90\n"
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        cli_app.main(list(args))
-    out, err = capsys.readouterr()
-    return int(exc.value.code), out, err
-
-
-def test_calibrate_output_dash_is_stdout(capsys, tmp_path: Path, monkeypatch) -> None:
+def test_calibrate_output_dash_is_stdout(xp: Run, tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "ar.txt").write_text(nccl_tests_output(), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    code, out, err = run(capsys, "calibrate", "ar.txt", "--max-lines", "1", "-o", "-")
+    code, out, err = xp("calibrate", "ar.txt", "--max-lines", "1", "-o", "-")
     assert code == 0, err
     assert not (tmp_path / "-").exists()
     doc = yaml.safe_load(out)  # stdout is the YAML alone: no terminal summary mixed in
@@ -55,10 +48,10 @@ def test_calibrate_output_dash_is_stdout(capsys, tmp_path: Path, monkeypatch) ->
     assert fit["busbw_GBps"] == pytest.approx(100.0, rel=0.01)
 
 
-def test_calibrate_two_outputs_on_stdout_are_refused(capsys, tmp_path: Path, monkeypatch) -> None:
+def test_calibrate_two_outputs_on_stdout_are_refused(xp: Run, tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "ar.txt").write_text(nccl_tests_output(), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    code, out, err = run(capsys, "calibrate", "ar.txt", "-o", "-", "--json", "-")
+    code, out, err = xp("calibrate", "ar.txt", "-o", "-", "--json", "-")
     assert code == 2
     assert err.strip() == (
         "xpuperf: error: --output and --json both write to stdout (-); send one of them to a file"
@@ -67,9 +60,9 @@ def test_calibrate_two_outputs_on_stdout_are_refused(capsys, tmp_path: Path, mon
     assert not (tmp_path / "-").exists()
 
 
-def test_topo_import_output_dash_is_stdout(capsys, tmp_path: Path, monkeypatch) -> None:
+def test_topo_import_output_dash_is_stdout(xp: Run, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    code, out, err = run(capsys, "topo", "import", str(TOPO_M), "-o", "-")
+    code, out, err = xp("topo", "import", str(TOPO_M), "-o", "-")
     assert code == 0, err
     assert not (tmp_path / "-").exists()
     doc = yaml.safe_load(out)

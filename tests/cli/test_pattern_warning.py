@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from xpuperf.cli import app as cli_app
+from tests.cli.conftest import Run
 from xpuperf.cli.options import bare_pattern_warning
 
 WARNING = (
@@ -17,13 +17,6 @@ WARNING = (
     "e.g. 'time {{step_time_ms}}ms' (`xpuperf formats --explain FILE --pattern '…'` shows what "
     "it matches)\n"
 )
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        cli_app.main(list(args))
-    out, err = capsys.readouterr()
-    return int(exc.value.code), out, err
 
 
 @pytest.fixture
@@ -35,23 +28,23 @@ def log(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("pattern", ["{step_time_ms}", "{_} {step_time_ms}"])
-def test_pattern_without_literal_text_warns_and_runs(capsys, log: Path, pattern: str) -> None:
-    code, out, err = run(capsys, "analyze", str(log), "--pattern", pattern, "--json", "-")
+def test_pattern_without_literal_text_warns_and_runs(xp: Run, log: Path, pattern: str) -> None:
+    code, out, err = xp("analyze", str(log), "--pattern", pattern, "--json", "-")
     assert code == 0
     assert err == WARNING.format(pat=pattern)
     json.loads(out)  # the analysis still ran (on what the pattern matched)
 
 
-def test_anchored_pattern_reads_the_value_without_warning(capsys, log: Path) -> None:
-    code, out, err = run(capsys, "analyze", str(log), "--pattern", "iter {step} loss {_} time "
+def test_anchored_pattern_reads_the_value_without_warning(xp: Run, log: Path) -> None:
+    code, out, err = xp("analyze", str(log), "--pattern", "iter {step} loss {_} time "
                          "{step_time_ms}ms", "--json", "-", "--warmup", "0")  # fmt: skip
     assert code == 0
     assert "warning" not in err
     assert json.loads(out)["summary"]["step_time_s"]["median"] == pytest.approx(0.120)
 
 
-def test_explain_warns_too(capsys, log: Path) -> None:
-    code, _, err = run(capsys, "formats", "--explain", str(log), "--pattern", "{step_time_ms}")
+def test_explain_warns_too(xp: Run, log: Path) -> None:
+    code, _, err = xp("formats", "--explain", str(log), "--pattern", "{step_time_ms}")
     assert code == 0
     assert err == WARNING.format(pat="{step_time_ms}")
 

@@ -7,16 +7,9 @@ import json
 
 import pytest
 
-from xpuperf.cli import app as cli_app
+from tests.cli.conftest import Run
 
 BASE = ["plan", "--topology", "dgx-a100", "--params", "100000000", "--step-time", "0.1"]
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        cli_app.main([*BASE, *args])
-    out, err = capsys.readouterr()
-    return int(exc.value.code), out, err
 
 
 @pytest.mark.parametrize(
@@ -46,14 +39,14 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
         ),
     ],
 )
-def test_bad_card_lists_are_one_line_errors(capsys, cards: str, message: str) -> None:
-    code, out, err = run(capsys, f"--cards={cards}", "--json", "-")
+def test_bad_card_lists_are_one_line_errors(xp: Run, cards: str, message: str) -> None:
+    code, out, err = xp(*BASE, f"--cards={cards}", "--json", "-")
     assert code == 2
     assert out == ""
     assert err == f"xpuperf: error: {message}\n"
 
 
-def test_blanks_around_counts_are_fine(capsys) -> None:
-    code, out, err = run(capsys, "--cards", " 1, 8 ,16", "--json", "-")
+def test_blanks_around_counts_are_fine(xp: Run) -> None:
+    code, out, err = xp(*BASE, "--cards", " 1, 8 ,16", "--json", "-")
     assert code == 0, err
     assert [r["cards"] for r in json.loads(out)["scaling"]] == [1, 8, 16]

@@ -378,12 +378,13 @@ def test_ingest_into_a_pseudo_filesystem_exits_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
     target: str,
 ) -> None:  # fmt: skip
-    # /proc and /sys report themselves writable, so only trying to create the folder tells
-    # (was exit 3: FileNotFoundError from the Parquet writer)
+    # /proc and /sys report themselves writable (to root), so only trying to create a file
+    # tells (was exit 3: FileNotFoundError from the Parquet writer); the output check of every
+    # subcommand (check_output_path) says so before the logs are read
     monkeypatch.chdir(tmp_path)
     (tmp_path / "good.csv").write_text("step,step_time_s\n1,0.1\n2,0.1\n", encoding="utf-8")
     line = one_error(run(["ingest", "good.csv", "-q", "-o", target], capsys))
-    assert line.startswith(f"xpuperf: error: cannot create the dataset folder {target}: ")
+    assert line.startswith(f"xpuperf: error: cannot write {target}: folder {Path(target).parent} ")
     assert not Path(target).exists()
 
 

@@ -271,7 +271,11 @@ def test_cli_unwritable_step_summary_only_warns(capsys, tmp_path: Path, monkeypa
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "missing" / "s.md"))
     code, _, err = run(capsys, "-q")
     assert code == 0
-    assert err.startswith("warning: cannot append to $GITHUB_STEP_SUMMARY")
+    # the missing folder is found by the output check (check_output_path), before any write
+    missing = tmp_path / "missing"
+    assert err.startswith(f"warning: $GITHUB_STEP_SUMMARY: cannot write {missing / 's.md'}: folder "
+                          f"{missing} does not exist")  # fmt: skip
+    assert err.rstrip().endswith("step summary not written")
 
 
 # ---- a real browser ---------------------------------------------------------------------------

@@ -3,6 +3,7 @@ through a looping symlink, into a read-only folder or into a FIFO nobody reads (
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import select
@@ -48,10 +49,12 @@ def _resolved(path: str | os.PathLike) -> Path:
 
 def check_output_path(out: str | os.PathLike) -> None:
     """Refuse an output path that cannot be written, before any work: empty, a NUL byte, a
-    symbolic link that loops (the path or a folder on the way to it), or a place whose folder
-    is read-only (no write permission, a read-only mount, an immutable folder). ``-`` (stdout),
-    devices and FIFOs pass: they are written through (:func:`write_text_atomic`). A folder
-    output (``ingest -o``) must itself be writable when it exists.
+    symbolic link that loops (the path or a folder on the way to it), a folder that does not
+    exist or is a file, or a folder that takes no new file (no write permission, a read-only
+    mount, an immutable folder, ``/proc`` and ``/sys``, which ``os.access`` calls writable for
+    root: a file is created there and removed at once to know, :func:`_probe`). ``-``
+    (stdout), devices and FIFOs pass: they are written through (:func:`write_text_atomic`). A
+    folder output (``ingest -o``) must itself be writable when it exists.
 
     Raises:
         UsageError: one line naming the path, what is wrong and what to do.
@@ -76,11 +79,51 @@ def check_output_path(out: str | os.PathLike) -> None:
         return
     real = _resolved(text)
     place = real if mode is not None and stat.S_ISDIR(mode) else real.parent
-    if place.is_dir() and not os.access(place, os.W_OK):
+    if not place.is_dir():
+        what = (
+            f"{place} is a file, not a folder"
+            if place.exists()
+            else f"folder {place} does not exist"
+        )
+        raise UsageError(f"cannot write {text}: {what}; choose another path")
+    if not os.access(place, os.W_OK):
         raise UsageError(
             f"cannot write {text}: folder {place} is read-only (no write permission, a "
             "read-only mount or an immutable folder); choose another path"
         )
+    _probe(text, place)
+
+
+def _probe(text: str, place: Path) -> None:
+    """Refuse (UsageError) folder ``place`` when it takes no new file. An unnamed file
+    (``O_TMPFILE``) leaves the folder as it was; where the file system has none, a named file
+    is created and removed, and the folder's times are put back (an input folder stays as
+    it was)."""
+    why = None
+    try:
+        os.close(os.open(place, os.O_TMPFILE | os.O_WRONLY, 0o600))  # type: ignore[attr-defined]
+        return
+    except AttributeError:  # not Linux
+        pass
+    except OSError as e:
+        if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            why = e.strerror
+    if why is None:  # no unnamed files here (/proc, /sys, NFS …): try a named one
+        before = place.stat()
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".xpuperf-probe-", dir=place)
+        except OSError as e:
+            why = e.strerror
+        else:
+            os.close(fd)
+            Path(probe).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # not the owner: the times stay changed
+                os.utime(place, ns=(before.st_atime_ns, before.st_mtime_ns))
+            return
+    raise UsageError(
+        f"cannot write {text}: folder {place} takes no new file ({why}; /proc, /sys and "
+        "read-only mounts refuse them); choose another path"
+    )
 
 
 def _write_special(path: str | os.PathLike, text: str, wait_s: float) -> None:
