@@ -45,6 +45,7 @@ FRAMEWORK_DIRS = {
     "timm": "formats_timm",
     "nanogpt": "formats_nanogpt",
     "fairseq": "formats_fairseq",
+    "tqdm": "formats_tqdm",
 }
 
 

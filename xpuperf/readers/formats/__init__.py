@@ -6,7 +6,8 @@ whose units are part of the name, plus notes). Lines are streamed through
 :func:`~xpuperf.readers.formats.console.iter_lines`, which removes launcher rank prefixes, ANSI
 codes, tqdm bars and decodes UTF-8 or GB18030. :data:`FRAMEWORK_FORMATS` is the sniffing order:
 formats whose step lines are most specific come first, MLPerf ``:::MLLOG`` (which wraps other
-frameworks' output) last. The per-format documentation is ``docs/formats.md``.
+frameworks' output) and tqdm progress bars (the timing of last resort) last. The per-format
+documentation is ``docs/formats.md``.
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ from xpuperf.readers.formats import (
     tfcnn,
     timm,
     torchtitan,
+    tqdm,
 )
 
 MODULES: tuple[ModuleType, ...] = (
     megatron, deepspeed, torchtitan, mmengine, detectron2, maskrcnn, paddle, fairseq, hf, hf_state,
-    keras, tfcnn, mindspore, ascend, timm, nanogpt, mllog,
+    keras, tfcnn, mindspore, ascend, timm, nanogpt, mllog, tqdm,
 )  # fmt: skip
 """Format modules in sniffing order."""
 
@@ -61,10 +63,11 @@ def _clean_lines(lines: list[str]) -> list[str]:
 
 def _format(mod: ModuleType) -> Format:
     sniff = mod.sniff
+    raw = getattr(mod, "SNIFF_RAW", False)  # tqdm: its lines are the bars cleaning removes
 
     def cleaned_sniff(lines: list[str]) -> bool:
         try:
-            return bool(sniff(_clean_lines(lines)))
+            return bool(sniff(lines if raw else _clean_lines(lines)))
         except Exception:  # a sniffer must never raise
             return False
 

@@ -29,7 +29,7 @@ from xpuperf.errors import InputError, UsageError
 from xpuperf.readers import FORMATS, SNIFF_LINES, open_source, read_logs
 from xpuperf.readers import _check_text as check_text  # the readers' own binary/UTF-16 check
 from xpuperf.readers.base import PARQUET_MAGIC, Format, Source, short
-from xpuperf.readers.formats import console
+from xpuperf.readers.formats import console, tqdm_bars
 from xpuperf.readers.formats.pattern import Closest, Pattern, compile_pattern, pattern_format
 from xpuperf.readers.formats.pattern_draft import draft
 from xpuperf.readers.paths import Found, rank_from_name
@@ -82,6 +82,8 @@ def explain(path: str, pattern: str | None = None) -> Explanation:
     where = raw.locate(list(range(min(SHOWN, rows))))
     want = {n for n in where.values() if n is not None} if raw.unit == "line" else set()
     total, texts = _scan(src, want)
+    if fmt.name == tqdm_bars.READER:  # its step lines are bars, which cleaning removes
+        texts.update(tqdm_bars.bar_texts(src, want))
     if want:
         out.lines.append("  first step lines:")
         out.lines += [f"    {n}: {short(texts.get(n, ''), 100)!r}" for n in sorted(want)]
@@ -108,9 +110,13 @@ def _choose(src: Source) -> tuple[Format | None, str]:
     for f in FORMATS:
         if f.binary or not f.sniff(lines):
             continue
-        for i, line in enumerate(lines, 1):
-            if f.sniff([line]):
-                return f, f"its sniff accepts line {i}: {short(console.clean(line)[1], 90)!r}"
+        # physical lines: a line of tqdm updates is one line of the file, many \r pieces
+        head = src.head.decode("utf-8", "replace").removeprefix("\ufeff")
+        for i, line in enumerate(head.split("\n")[:SNIFF_LINES], 1):
+            for piece in line.splitlines():
+                if f.sniff([piece]):
+                    text = console.clean(piece)[1].strip() or tqdm_bars.no_ansi(piece).strip()
+                    return f, f"its sniff accepts line {i}: {short(text, 90)!r}"
         return f, f"its sniff accepts the first {len(lines)} lines together"
     return None, ""
 
