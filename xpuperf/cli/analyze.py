@@ -20,7 +20,7 @@ from xpuperf.cli.options import (
     WorldSizeOption,
     reader_format,
 )
-from xpuperf.cli.stdin import with_stdin
+from xpuperf.cli.stdin import relabel, with_stdin
 from xpuperf.errors import UsageError
 from xpuperf.report.output import check_not_input, stdout_outputs, write_output
 from xpuperf.report.terminal import safe
@@ -151,8 +151,9 @@ def analyze(
         else:
             result, nosteps = analyze_inputs(logs, world_size=world_size, **options)
     if result is None:  # NCCL debug logs / job output without step records
-        _no_steps(nosteps, json_out, html_out, md_out, quiet or to_stdout, gates, err)
+        _no_steps(relabel(nosteps), json_out, html_out, md_out, quiet or to_stdout, gates, err)
         return
+    result = relabel(result)  # a log piped in is named `<stdin>`, not its temporary copy
     for w in result.read_warnings:
         err.print("warning: " + safe(w))
     if json_out:
@@ -214,6 +215,7 @@ def _scaling_only(paths, json_out, html_out, md_out, quiet, gates, err: Console)
             "instead"
         )
     results = [r for p in paths for r in analyze_scaling_groups(read_scaling_table(Path(p)))]
+    results = relabel(results)  # a table piped in is `<stdin>`
     doc = sc.scaling_document(results)
     if json_out:
         write_output(json_out, json.dumps(doc, indent=2, allow_nan=False) + "\n")

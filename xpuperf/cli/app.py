@@ -204,7 +204,10 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _err(msg: str) -> None:
-    """One line on stderr; control characters from file content (ANSI escapes) become ``?``."""
+    """One line on stderr; control characters from file content (ANSI escapes) become ``?``; a
+    copy of standard input is named ``<stdin>`` (:func:`xpuperf.cli.stdin.shown`)."""
+    if (stdin := sys.modules.get("xpuperf.cli.stdin")) is not None:  # loaded when `-` was read
+        msg = stdin.shown(msg)
     print("xpuperf: " + _CONTROL.sub("?", msg), file=sys.stderr)
 
 

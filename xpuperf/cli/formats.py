@@ -48,14 +48,14 @@ def formats(
     if explain is not None:
         from xpuperf.cli.console import err_console
         from xpuperf.cli.options import bare_pattern_warning
-        from xpuperf.cli.stdin import with_stdin
+        from xpuperf.cli.stdin import shown, with_stdin
         from xpuperf.readers.formats.explain import explain as explain_file
 
         if pattern is not None and (warning := bare_pattern_warning(pattern)):
             err_console().print(f"warning: {warning}", markup=False)
         (explain,) = with_stdin([explain])  # `-`: a log piped in
         got = explain_file(explain, pattern)
-        text = (got.reader or "none") if quiet else "\n".join(got.lines)
+        text = (got.reader or "none") if quiet else shown("\n".join(got.lines))
         out.print(text, markup=False, highlight=False, soft_wrap=True)
         return
     if quiet:
