@@ -38,7 +38,6 @@ Trainer and ultralytics print on rank 0 only), so the rows are one rank's view o
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 
@@ -46,16 +45,24 @@ from xpuperf.errors import InputError
 from xpuperf.readers.base import Source, short
 from xpuperf.readers.formats import console
 from xpuperf.readers.formats.table import Rows, TextTable
-from xpuperf.readers.formats.tqdm_bars import Update, looks_cut, no_ansi, parse, pieces
+from xpuperf.readers.formats.tqdm_bars import (
+    RATE,
+    SHORT,
+    WHOLE,
+    WINDOW,
+    Bar,
+    Point,
+    Update,
+    looks_cut,
+    no_ansi,
+    parse,
+    pieces,
+)
 
 NAME = "tqdm"
 EXAMPLE = "Epoch 2:  40%|████      | 240/600 [01:36<02:24,  2.50it/s, v_num=3, train_loss=0.412]"
 SNIFF_RAW = True
 """The sniff gets the lines with their bars (the cleaned lines drop a bar that starts a line)."""
-WINDOW = 20
-"""A row spans at least this many clock resolutions (20 s for ``[mm:ss]``)."""
-SHORT = 5
-"""A bar stretch shorter than a window is timed by its clock when it spans this many."""
 STEP_UNITS = frozenset(
     ("it", "its", "step", "steps", "batch", "batches", "iter", "iters", "iteration", "iterations",
      "update", "updates")
@@ -74,9 +81,6 @@ _BANNER = re.compile(
     r"|Total train batch size)[^=]*=\s*([\d,]+)\s*$"
 )
 _MEMBER = re.compile(r"GLOBAL_RANK: \d+, MEMBER: \d+/(\d+)")
-WINDOWED, SHORTER, RATE, WHOLE = range(4)
-"""How a row was timed: a full window, a short stretch by its clock, by the rate, from the bar's
-start (a bar seen only at its end)."""
 
 
 def kind(desc: str, unit: str) -> str:
@@ -99,109 +103,10 @@ def sniff(lines: list[str]) -> bool:
 
 
 @dataclass
-class _Point:
-    n: float
-    e: float
-    res: float
-    rate_s: float
-    line: int
-    total: float | None
-
-
-@dataclass
-class _Bar:
-    """One bar (a description shape, per process): its open stretch and the rows it gave."""
-
-    name: str
-    offset: float = 0.0  # step = offset + the bar's counter
-    restart_at: float | None = None  # the last step before the open bar restarted
-    first: _Point | None = None
-    last: _Point | None = None
-    win: _Point | None = None
-    pending: tuple[int, float, float, float] | None = None  # a full window: line, n, dn, de
-    rows: list[tuple[int, float, float, int]] = field(default_factory=list)
-    timed_s: float = 0.0
-    untimed: float = 0.0
-    gap: bool = False  # another bar ran since this bar last moved
-
-    def update(self, p: _Point, interlude: bool) -> bool:
-        """Take one display; False when it goes backwards (another process's bar?)."""
-        last = self.last
-        self.gap |= interlude
-        if last is None:
-            self._start(p)
-        elif p.e < last.e or (p.n < last.n and p.e <= p.res) or self._ended(p):  # a new bar
-            self.flush()
-            prev = self.rows[-1][1] if self.rows else self.offset + last.n
-            self.offset, self.restart_at = prev - p.n, prev
-            self._start(p)
-        elif p.n < last.n:
-            return False
-        elif p.n == last.n:  # the same step redrawn (postfix set, after a log line)
-            pass
-        elif self.gap:  # another bar ran since the last update: do not time across it
-            self.untimed += p.n - last.n
-            self.flush()
-            self.restart_at = None
-            self._start(p)
-        else:
-            self.last = p
-            win = self.win
-            assert win is not None
-            if p.e - win.e >= WINDOW * max(p.res, win.res):
-                if self.pending is not None:
-                    self._emit(*self.pending)
-                self.pending = (p.line, p.n, p.n - win.n, p.e - win.e)
-                self.win = p
-        return True
-
-    def _ended(self, p: _Point) -> bool:
-        """The open bar had finished (n = total) or ``p`` has another total: ``p`` is a new bar."""
-        last = self.last
-        assert last is not None
-        if last.total is None or p.n == last.n:
-            return False
-        return last.n >= last.total or (p.total is not None and p.total != last.total)
-
-    def _start(self, p: _Point) -> None:
-        self.first = self.last = self.win = p
-        self.gap = False
-
-    def _emit(self, line: int, n: float, dn: float, de: float, how: int = WINDOWED) -> None:
-        self.rows.append((line, self.offset + n, de / dn, how))
-        self.timed_s += de
-
-    def flush(self) -> None:
-        """Close the open stretch: emit its windows (the last short one merged)."""
-        first, last, win = self.first, self.last, self.win
-        if first is None or last is None or win is None:
-            return
-        if self.pending is not None:
-            _, _, dn, de = self.pending
-            self._emit(last.line, last.n, dn + last.n - win.n, de + last.e - win.e)
-        elif last.n > first.n:
-            self._short(last, last.n - first.n, last.e - first.e)
-        elif last.n == last.total and last.n > 0 and last.e > 0 and self._fresh():
-            self.offset = self.restart_at or 0.0  # a finished bar seen only at its end
-            self._short(last, last.n, last.e, WHOLE)
-        self.first = self.last = self.win = self.pending = None
-
-    def _fresh(self) -> bool:
-        """The open stretch is a whole new bar seen once (not a stretch after another bar)."""
-        return self.first is self.last and (self.restart_at is not None or not self.rows)
-
-    def _short(self, p: _Point, dn: float, de: float, how: int = SHORTER) -> None:
-        if de >= SHORT * p.res:
-            self._emit(p.line, p.n, dn, de, how)
-        elif math.isfinite(p.rate_s) and p.rate_s > 0:
-            self._emit(p.line, p.n, dn, dn * p.rate_s, RATE)
-
-
-@dataclass
 class _Stream:
     """The bars of one process (a launcher tag, or none)."""
 
-    bars: dict[str, _Bar] = field(default_factory=dict)
+    bars: dict[str, Bar] = field(default_factory=dict)
     last_key: str | None = None
 
 
@@ -216,11 +121,19 @@ class _Seen:
     scaled: bool = False
 
 
-def _key(u: Update, desc: str) -> str:
-    shape = " ".join(_NUMS.sub("#", desc).split())
-    if shape:
-        return shape
-    return f"(no description, total {u.total:g})" if u.total else "(no description)"
+def _shape(u: Update, cache: dict) -> tuple[int | None, str, str]:
+    """(launcher tag in the description, the bar's key, its :func:`kind`), cached per shape."""
+    got = cache.get((u.desc, u.unit, u.total))
+    if got is None:
+        own, desc = console.clean(u.desc)
+        key = " ".join(_NUMS.sub("#", desc).split())
+        if not key:
+            key = f"(no description, total {u.total:g})" if u.total else "(no description)"
+        got = (own, key, kind(desc, u.unit))
+        if len(cache) > 4096:  # descriptions carrying losses (ultralytics) never repeat
+            cache.clear()
+        cache[(u.desc, u.unit, u.total)] = got
+    return got
 
 
 def read(src: Source) -> TextTable:
@@ -233,6 +146,7 @@ def read(src: Source) -> TextTable:
     bad: list[int] = []
     streams: dict[int | None, _Stream] = {}
     seen = _Seen()
+    shapes: dict[tuple[str, str, float | None], tuple[int | None, str, str]] = {}
     for n, tag, text in pieces(src, bad):
         ups = parse(text) if ("[" in text or "━" in text or "─" in text) else []
         if not ups:
@@ -242,20 +156,17 @@ def read(src: Source) -> TextTable:
                 _note_line(console.clean(text)[1], seen)
             continue
         for u in ups:
-            own, desc = console.clean(u.desc)
-            who = tag if tag is not None else own
-            st = streams.setdefault(who, _Stream())
-            key = _key(u, desc)
+            own, key, k = _shape(u, shapes)
+            st = streams.setdefault(tag if tag is not None else own, _Stream())
             interlude = st.last_key is not None and st.last_key != key
             st.last_key = key
-            k = kind(desc, u.unit)
             if k != "train":
                 got = seen.evals if k == "eval" else seen.others
                 got[key] = got.get(key, 0) + 1
                 continue
             seen.scaled |= u.scaled
-            bar = st.bars.setdefault(key, _Bar(key))
-            p = _Point(round(u.n), u.elapsed_s, u.res_s, u.rate_s, n, u.total)
+            bar = st.bars.setdefault(key, Bar(key))
+            p = Point(round(u.n), u.elapsed_s, u.res_s, u.rate_s, n, u.total)
             if not bar.update(p, interlude):
                 rows.drop("bar update going backwards (another process's bar in this stream?)", n)
     rows.undecodable(bad)
@@ -282,7 +193,7 @@ def _note_line(text: str, seen: _Seen) -> None:
         seen.member = int(m.group(1))
 
 
-def _choose(streams: dict[int | None, _Stream], rows: Rows) -> list[tuple[int | None, _Bar]]:
+def _choose(streams: dict[int | None, _Stream], rows: Rows) -> list[tuple[int | None, Bar]]:
     """The training bar of each process: the one whose rows cover the most time."""
     out = []
     for tag, st in streams.items():
@@ -300,7 +211,7 @@ def _choose(streams: dict[int | None, _Stream], rows: Rows) -> list[tuple[int | 
     return sorted(out, key=lambda tb: -1 if tb[0] is None else tb[0])
 
 
-def _samples(seen: _Seen, chosen: list[tuple[int | None, _Bar]]) -> float:
+def _samples(seen: _Seen, chosen: list[tuple[int | None, Bar]]) -> float:
     """Samples per bar step and card from the HF Trainer banner, when it matches the bar."""
     b = seen.banner
     per, acc = b.get("Instantaneous batch size per device"), b.get("Gradient Accumulation steps")
@@ -311,7 +222,7 @@ def _samples(seen: _Seen, chosen: list[tuple[int | None, _Bar]]) -> float:
     return float(per * acc) if ok else 0.0
 
 
-def _notes(seen: _Seen, chosen: list[tuple[int | None, _Bar]], streams: dict, samples: float
+def _notes(seen: _Seen, chosen: list[tuple[int | None, Bar]], streams: dict, samples: float
            ) -> list[str]:  # fmt: skip
     hows = [how for _, bar in chosen for *_, how in bar.rows]
     names = sorted({bar.name for _, bar in chosen})
@@ -381,7 +292,7 @@ def _notes(seen: _Seen, chosen: list[tuple[int | None, _Bar]], streams: dict, sa
     return out
 
 
-def _other_bars(st: _Stream, chosen: list[tuple[int | None, _Bar]]) -> dict[str, int]:
+def _other_bars(st: _Stream, chosen: list[tuple[int | None, Bar]]) -> dict[str, int]:
     picked = {id(b) for _, b in chosen}
     return {k: len(b.rows) for k, b in st.bars.items() if id(b) not in picked and b.rows}
 

@@ -1,4 +1,5 @@
-"""tqdm progress bars in a text log: the pieces of each line and the bar updates they hold.
+"""tqdm progress bars in a text log: the pieces of each line, the bar updates they hold, and the
+timed rows of one bar (:class:`Bar`).
 
 tqdm redraws its bar in place: each update is ``\\r`` + the bar, so a log redirected to a file
 holds many updates on one physical line. :func:`pieces` streams those ``\\r`` pieces with ANSI
@@ -33,6 +34,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from xpuperf.readers.base import Source
@@ -41,6 +43,13 @@ from xpuperf.readers.formats.blocks import blocks
 
 READER = "tqdm"
 """The name of the reader of these bars (:mod:`xpuperf.readers.formats.tqdm`)."""
+WINDOW = 20
+"""A row spans at least this many clock resolutions (20 s for ``[mm:ss]``)."""
+SHORT = 5
+"""A bar stretch shorter than a window is timed by its clock when it spans this many."""
+WINDOWED, SHORTER, RATE, WHOLE = range(4)
+"""How a row was timed: a full window, a short stretch by its clock, by the rate, from the bar's
+start (a bar seen only at its end)."""
 _ESC = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _BRACKET = re.compile(
     r"\[(?P<el>\d{1,9}:\d\d(?::\d\d)?)(?:<[\d:?]{1,16})?, {0,4}"  # [elapsed<remaining,
@@ -164,6 +173,113 @@ def _left_of_counter(text: str, at: int, end: int) -> tuple[str | None, int]:
     if _PCT.fullmatch(text, word, end) is None:
         return None, end
     return text[word : end - 1], word
+
+
+@dataclass
+class Point:
+    """One display of a training bar: counter, elapsed s and its resolution, the displayed s per
+    step, the physical line, the total."""
+
+    n: float
+    e: float
+    res: float
+    rate_s: float
+    line: int
+    total: float | None
+
+
+@dataclass
+class Bar:
+    """One bar (a description shape, in one process) turned into rows ``(line, step, step_time_s,
+    how)``: a row is Δelapsed / Δn between displays :data:`WINDOW` clock ticks apart or more; at
+    the end of a stretch (the bar restarts, another bar ran in between, the log ends) the shorter
+    rest joins the last window; a stretch without a full window is one row by its clock when it
+    spans :data:`SHORT` ticks, else by the displayed rate. ``step`` = the counter + ``offset``
+    (a restarted bar continues from the last row)."""
+
+    name: str
+    offset: float = 0.0  # step = offset + the bar's counter
+    restart_at: float | None = None  # the last step before the open bar restarted
+    first: Point | None = None
+    last: Point | None = None
+    win: Point | None = None
+    pending: tuple[int, float, float, float] | None = None  # a full window: line, n, dn, de
+    rows: list[tuple[int, float, float, int]] = field(default_factory=list)
+    timed_s: float = 0.0
+    untimed: float = 0.0
+    gap: bool = False  # another bar ran since this bar last moved
+
+    def update(self, p: Point, interlude: bool) -> bool:
+        """Take one display; False when it goes backwards (another process's bar?)."""
+        last = self.last
+        self.gap |= interlude
+        if last is None:
+            self._start(p)
+        elif p.e < last.e or (p.n < last.n and p.e <= p.res) or self._ended(p):  # a new bar
+            self.flush()
+            prev = self.rows[-1][1] if self.rows else self.offset + last.n
+            self.offset, self.restart_at = prev - p.n, prev
+            self._start(p)
+        elif p.n < last.n:
+            return False
+        elif p.n == last.n:  # the same step redrawn (postfix set, after a log line)
+            pass
+        elif self.gap:  # another bar ran since the last update: do not time across it
+            self.untimed += p.n - last.n
+            self.flush()
+            self.restart_at = None
+            self._start(p)
+        else:
+            self.last = p
+            win = self.win
+            assert win is not None
+            if p.e - win.e >= WINDOW * max(p.res, win.res):
+                if self.pending is not None:
+                    self._emit(*self.pending)
+                self.pending = (p.line, p.n, p.n - win.n, p.e - win.e)
+                self.win = p
+        return True
+
+    def _ended(self, p: Point) -> bool:
+        """The open bar had finished (n = total) or ``p`` has another total: ``p`` is a new bar."""
+        last = self.last
+        assert last is not None
+        if last.total is None or p.n == last.n:
+            return False
+        return last.n >= last.total or (p.total is not None and p.total != last.total)
+
+    def _start(self, p: Point) -> None:
+        self.first = self.last = self.win = p
+        self.gap = False
+
+    def _emit(self, line: int, n: float, dn: float, de: float, how: int = WINDOWED) -> None:
+        self.rows.append((line, self.offset + n, de / dn, how))
+        self.timed_s += de
+
+    def flush(self) -> None:
+        """Close the open stretch: emit its windows (the last short one merged)."""
+        first, last, win = self.first, self.last, self.win
+        if first is None or last is None or win is None:
+            return
+        if self.pending is not None:
+            _, _, dn, de = self.pending
+            self._emit(last.line, last.n, dn + last.n - win.n, de + last.e - win.e)
+        elif last.n > first.n:
+            self._short(last, last.n - first.n, last.e - first.e)
+        elif last.n == last.total and last.n > 0 and last.e > 0 and self._fresh():
+            self.offset = self.restart_at or 0.0  # a finished bar seen only at its end
+            self._short(last, last.n, last.e, WHOLE)
+        self.first = self.last = self.win = self.pending = None
+
+    def _fresh(self) -> bool:
+        """The open stretch is a whole new bar seen once (not a stretch after another bar)."""
+        return self.first is self.last and (self.restart_at is not None or not self.rows)
+
+    def _short(self, p: Point, dn: float, de: float, how: int = SHORTER) -> None:
+        if de >= SHORT * p.res:
+            self._emit(p.line, p.n, dn, de, how)
+        elif math.isfinite(p.rate_s) and p.rate_s > 0:
+            self._emit(p.line, p.n, dn, dn * p.rate_s, RATE)
 
 
 def no_ansi(text: str) -> str:
