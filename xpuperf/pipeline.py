@@ -75,6 +75,8 @@ def analyze_logs(
         read_warnings=[*warnings, *base_warnings],
         job_level_cards=run.job_level_cards,
         sampled_rows=run.sampled_rows,
+        cards_unknown=run.cards_unknown,
+        warmup_rows=run.warmup_rows,
     )
     # notes, not XP401: how the logs were read, the job output files
     result.read_warnings += [*run.notes, *base_notes, *(f"{p}: {_AUX_NOTE}" for p in job_files)]

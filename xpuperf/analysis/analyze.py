@@ -52,6 +52,8 @@ def analyze(
     job: pd.DataFrame | None = None,
     job_level_cards: int | None = None,
     sampled_rows: bool = False,
+    cards_unknown: str | None = None,
+    warmup_rows: int = 0,
 ) -> AnalyzeResult:
     """Analyse one run.
 
@@ -71,6 +73,12 @@ def analyze(
         sampled_rows: each row is one iteration shown every k, not a window mean
             (:attr:`xpuperf.readers.ReadResult.sampled_rows`; wall clock per
             :func:`~xpuperf.analysis.series.wallclock`).
+        cards_unknown: ``"job"``: the rows are the whole job and its card count is unknown, so
+            the per-card figures are None; ``"card"``: the rows are one card of a job of
+            unknown size, so the job figures are None
+            (:attr:`xpuperf.readers.ReadResult.cards_unknown`); None: ranks = cards.
+        warmup_rows: leading steps the log format marks as start-up; excluded when ``warmup``
+            is None and the detection finds fewer (:func:`~xpuperf.analysis.warmup.detect_warmup`).
 
     Returns:
         :class:`AnalyzeResult`; findings sorted most severe first.
@@ -85,7 +93,7 @@ def analyze(
     grid = grid_of(table)  # every rank has the same steps: the fast path (analysis/grid.py)
 
     job = job_steps(table, grid) if job is None else job
-    warm = detect_warmup(job, warmup)
+    warm = detect_warmup(job, warmup, log_rows=warmup_rows)
     if warm.first_steady_step is None:
         raise UsageError(
             f"--warmup {warmup} excludes every step: the run has {len(job)} step(s); "
@@ -136,6 +144,8 @@ def analyze(
     findings += phase_findings
     findings.sort(key=lambda x: -x.severity.rank)
     summary = _summary(table, steady_job, warm, len(rank_ids), job, sampled_rows)
+    if cards_unknown:
+        summary.unknown_cards(cards_unknown)
     if "mfu" in table.columns:  # the three columns only: the table may be large
         summary.mfu = mfu_summary(split_warmup(table[["rank", "step", "mfu"]], warm))
     checks = step_checks(

@@ -21,7 +21,8 @@ class WarmupResult:
     Attributes:
         steps: number of leading steps excluded (per step number, the same for every rank).
         first_steady_step: the first step number kept, or None if nothing is kept.
-        method: ``"auto"`` (detected) or ``"user"`` (``--warmup N``).
+        method: ``"auto"`` (detected), ``"user"`` (``--warmup N``) or ``"log"`` (rows the
+            log format marks as start-up, e.g. the first MLPerf block).
         threshold_s: step time above which a leading step counted as warm-up (auto only).
     """
 
@@ -215,6 +216,10 @@ class Summary:
             ``rank_max`` (lowest / highest per-rank median) and their ranks, ``first_tenth`` /
             ``last_tenth`` (drift), ``values`` (:func:`xpuperf.analysis.rates.mfu_summary`);
             None without.
+        cards_unknown: None when the ranks are the job's cards; ``"job"`` when the rows are
+            the whole job and the log does not state its card count (the per-card figures are
+            then None: job / ranks would be the job's own figure); ``"card"`` when the rows are
+            one card of a job of unknown size (the job figures are then None).
     """
 
     ranks: int
@@ -237,6 +242,29 @@ class Summary:
     throughput_wallclock_tokens_per_s: float | None = None
     throughput_per_card_wallclock_tokens_per_s: float | None = None
     mfu: dict[str, float | int] | None = None
+    cards_unknown: str | None = None
+
+    def unknown_cards(self, which: str) -> None:
+        """Blank the figures a world size would be needed for: ``"job"`` → the per-card
+        figures; ``"card"`` → the job figures, the per-card ones being the rows' own (the
+        table then has one rank)."""
+        self.cards_unknown = which
+        for unit in ("samples", "tokens"):
+            pairs = (
+                (f"throughput_{unit}_per_s", f"throughput_per_card_{unit}_per_s"),
+                (
+                    f"throughput_wallclock_{unit}_per_s",
+                    f"throughput_per_card_wallclock_{unit}_per_s",
+                ),
+            )
+            for job, card in pairs:
+                if which == "card":
+                    setattr(self, card, getattr(self, job))
+                    setattr(self, job, None)
+                else:
+                    setattr(self, card, None)
+        if which == "card":
+            self.throughput_median_step_samples_per_s = None
 
 
 @dataclass

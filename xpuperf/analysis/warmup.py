@@ -62,7 +62,7 @@ def _check_job(job: pd.DataFrame) -> pd.DataFrame:
     return job.sort_values("step", kind="stable")
 
 
-def detect_warmup(job: pd.DataFrame, warmup: int | None = None) -> WarmupResult:
+def detect_warmup(job: pd.DataFrame, warmup: int | None = None, log_rows: int = 0) -> WarmupResult:
     """Find the leading warm-up steps of a run, or apply the user's ``--warmup N``.
 
     Args:
@@ -71,6 +71,9 @@ def detect_warmup(job: pd.DataFrame, warmup: int | None = None) -> WarmupResult:
             if it is not already.
         warmup: number of leading steps to exclude (user override, method ``"user"``; clipped to
             the number of steps), or None to detect them (method ``"auto"``, see module doc).
+        log_rows: leading rows the log format marks as start-up (the first MLPerf block):
+            when ``warmup`` is None and the detection finds fewer, these are excluded instead
+            (method ``"log"``), as long as a row is left.
 
     Returns:
         :class:`WarmupResult`: ``steps`` excluded, ``first_steady_step`` (None when every step is
@@ -90,6 +93,11 @@ def detect_warmup(job: pd.DataFrame, warmup: int | None = None) -> WarmupResult:
             raise UsageError(f"--warmup must be >= 0, got {warmup}")
         k = min(int(warmup), n)
         return WarmupResult(k, int(steps[k]) if k < n else None, "user")
+    if 0 < log_rows < n:
+        auto = detect_warmup(job)
+        if auto.steps >= log_rows:
+            return auto
+        return WarmupResult(int(log_rows), int(steps[log_rows]), "log")
     if n < MIN_STEPS:
         return _first_window(steps, job["step_time_s"].to_numpy(dtype="float64"))
 
@@ -171,6 +179,8 @@ def warmup_finding(job: pd.DataFrame, result: WarmupResult) -> Finding | None:
     steady_s = float(np.median(rest)) if len(rest) else float("nan")
     if result.method == "auto" and result.threshold_s is not None:
         how = f"threshold {result.threshold_s:.3f} s"
+    elif result.method == "log":
+        how = "the log format marks them as start-up"
     else:
         how = "set by --warmup"
     steady_txt = f"{steady_s:.3f} s" if len(rest) else "n/a (no steady step left)"

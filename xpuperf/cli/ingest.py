@@ -67,6 +67,8 @@ def ingest(
         job_level_cards=run.job_level_cards,
         sampled_rows=run.sampled_rows,
         notes=run.notes,
+        cards_unknown=run.cards_unknown,
+        warmup_rows=run.warmup_rows,
     )
     if not quiet:
         parts = -(-info.ranks // info.ranks_per_partition) if info.ranks else 0

@@ -96,6 +96,8 @@ def analyze_dataset(
         read_warnings=[*red.warnings, *base_warnings],
         job_level_cards=red.job_level_cards,
         sampled_rows=red.sampled_rows,
+        cards_unknown=red.cards_unknown,
+        warmup_rows=red.warmup_rows,
     )
     result.read_warnings += [*red.notes, *base_notes]  # how the logs were read: not XP401
     # a dataset holds step records only: no framework output, no NCCL lines (docs/diagnosis.md)

@@ -28,8 +28,9 @@ class Reduced:
             over ranks, s), ``ranks`` int64, ``samples`` (Σ over ranks), ``fps`` (samples/s).
         sources: the log files the dataset was ingested from.
         warnings: the reader warnings recorded at ingest.
-        job_level_cards, sampled_rows, notes: how the rows are to be read and the reader's
-            notes, as recorded at ingest (:class:`xpuperf.readers.ReadResult`).
+        job_level_cards, sampled_rows, notes, cards_unknown, warmup_rows: how the rows are to
+            be read and the reader's notes, as recorded at ingest
+            (:class:`xpuperf.readers.ReadResult`).
     """
 
     table: pd.DataFrame
@@ -39,6 +40,8 @@ class Reduced:
     job_level_cards: int | None = None
     sampled_rows: bool = False
     notes: list[str] = field(default_factory=list)
+    cards_unknown: str | None = None
+    warmup_rows: int = 0
 
 
 class Engine(Protocol):

@@ -165,4 +165,5 @@ class DaskEngine:
         samples_s = got[3] if samples is not None else None
         table = st.validate(dsmod.restore_dtypes(table), source=f"dataset {dataset}")
         return Reduced(table, job_frame(median_s, ranks_s, samples_s), info.sources, info.warnings,
-                       info.job_level_cards, info.sampled_rows, info.notes)  # fmt: skip
+                       info.job_level_cards, info.sampled_rows, info.notes,
+                       info.cards_unknown, info.warmup_rows)  # fmt: skip

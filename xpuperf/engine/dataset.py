@@ -56,6 +56,8 @@ class DatasetInfo:
     job_level_cards: int | None = None
     sampled_rows: bool = False
     notes: list[str] = field(default_factory=list)
+    cards_unknown: str | None = None
+    warmup_rows: int = 0
 
 
 def _is_url(path: str) -> bool:
@@ -119,6 +121,8 @@ def read_info(path: str | os.PathLike, storage_options: dict | None = None) -> D
             else int(doc["job_level_cards"]),
             sampled_rows=bool(doc.get("sampled_rows", False)),
             notes=[str(n) for n in doc.get("notes", [])],
+            cards_unknown=None if doc.get("cards_unknown") is None else str(doc["cards_unknown"]),
+            warmup_rows=int(doc.get("warmup_rows", 0)),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(
@@ -178,6 +182,8 @@ def write_dataset(
     job_level_cards: int | None = None,
     sampled_rows: bool = False,
     notes: list[str] | None = None,
+    cards_unknown: str | None = None,
+    warmup_rows: int = 0,
 ) -> DatasetInfo:
     """Write a validated canonical step table as a dataset into the empty folder ``out``.
 
@@ -223,6 +229,8 @@ def write_dataset(
         job_level_cards,
         sampled_rows,
         list(notes or []),
+        cards_unknown,
+        warmup_rows,
     )
     doc = {
         "schema": SCHEMA,
@@ -235,6 +243,8 @@ def write_dataset(
         "job_level_cards": job_level_cards,
         "sampled_rows": sampled_rows,
         "notes": info.notes,
+        "cards_unknown": cards_unknown,
+        "warmup_rows": warmup_rows,
     }
     (out / MARKER).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return info

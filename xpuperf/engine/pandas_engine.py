@@ -47,4 +47,5 @@ class PandasEngine:
             ) from exc
         table = st.validate(dsmod.restore_dtypes(table), source=f"dataset {dataset}")
         return Reduced(table, job_steps(table), info.sources, info.warnings,
-                       info.job_level_cards, info.sampled_rows, info.notes)  # fmt: skip
+                       info.job_level_cards, info.sampled_rows, info.notes,
+                       info.cards_unknown, info.warmup_rows)  # fmt: skip

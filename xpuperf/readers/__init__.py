@@ -83,8 +83,16 @@ class ReadResult:
         sampled_rows: every file's rows are single iterations shown every k (a reader's
             ``TextTable.sampled``: nanoGPT, timm), not window means.
         notes: the lines of ``warnings`` that say how the logs were read (``file: note``):
-            job-level lines, the world size found, tokens derived, deduplicated lines… — no
+            job-level lines, the world size found, tokens derived, deduplicated lines, the
+            first row of each rank dropped when step times are timestamp differences… — no
             sign of an incomplete log, so they do not count as XP401 (:meth:`problems`).
+        cards_unknown: None when the table's ranks are the job's cards; ``"job"`` when one
+            job-level log (one line per step for the whole job) was not spread because no
+            world size is known — per-card figures are then unknown; ``"card"`` when the rows
+            are ONE card's view of a larger job of unknown size (torchtitan lines printed by
+            every rank, one kept) — the job's figures are then unknown.
+        warmup_rows: leading steps the log format marks as start-up
+            (:attr:`~xpuperf.readers.formats.table.TextTable.warmup_rows`), 0 when none.
     """
 
     table: pd.DataFrame
@@ -94,6 +102,8 @@ class ReadResult:
     job_level_cards: int | None = None
     sampled_rows: bool = False
     notes: list[str] = field(default_factory=list)
+    cards_unknown: str | None = None
+    warmup_rows: int = 0
 
     def problems(self) -> list[str]:
         """``warnings`` without the ``notes``: skipped rows and files, mismatches (XP401)."""
@@ -310,6 +320,9 @@ def read_logs(
     for p in parts:
         df, warns = build.finish(p)
         warnings.extend(warns)
+        # step time from timestamp differences: the first row of each rank has no predecessor;
+        # its drop is how the log is read, not a gap in it (no XP401)
+        read_notes.extend(w for w in warns if w.endswith(build.FIRST_DIFF))
         notes = list(getattr(p.raw, "notes", ()))
         if len(parts) == 1 and world.is_job_level(notes):
             job_level = True
@@ -344,6 +357,12 @@ def read_logs(
             table = table.drop(columns=col)
     table = steps.validate(steps.coerce(table), source="step table read from logs")
     sampled = all(getattr(p.raw, "sampled", False) for p in parts)
+    unknown = None
+    if not spread and len(parts) == 1:
+        if job_level:
+            unknown = "job"
+        elif getattr(parts[0].raw, "one_of_many", 0) > 1 and table["rank"].nunique() == 1:
+            unknown = "card"
     return ReadResult(
         table,
         [p.src.name for p in parts],
@@ -352,6 +371,8 @@ def read_logs(
         int(spread) if spread else None,
         sampled,
         read_notes,
+        unknown,
+        int(getattr(parts[0].raw, "warmup_rows", 0)) if len(parts) == 1 else 0,
     )
 
 

@@ -6,7 +6,9 @@ Schema ``xpuperf.analyze/1``. Keys CI jobs may rely on (a contract; additions on
 ``summary.throughput_samples_per_s`` (the median-step figure, null when samples are unknown),
 ``summary.throughput_wallclock_samples_per_s`` (the headline: samples / steady wall time),
 ``summary.throughput_median_step_samples_per_s`` (= ``throughput_samples_per_s``),
-``summary.throughput_per_card_wallclock_samples_per_s``, ``summary.wall_time_s``,
+``summary.throughput_per_card_wallclock_samples_per_s`` (null, like every per-card key, for a
+job-level log whose card count is unknown: ``summary.cards_unknown`` = ``"job"``; the job keys are
+null instead for one card's view of a job of unknown size: ``"card"``), ``summary.wall_time_s``,
 ``summary.wallclock_source`` (timestamps | step_times), ``summary.iterations``,
 ``summary.jitter_cost_s`` and ``summary.jitter_cost_fraction`` (wall time − iterations × median
 step time: what spikes, stalls and jitter cost), ``summary.throughput_wallclock_tokens_per_s``,

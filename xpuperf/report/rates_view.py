@@ -12,26 +12,38 @@ from typing import Any
 
 from xpuperf.report.plotting import pct
 
+UNKNOWN_ROWS = {
+    "job": ("per card", "unknown (world size not in the log: pass --world-size N)"),
+    "card": ("job", "unknown (the figures are one card's; world size not in the log: pass "
+             "--world-size N)"),
+}  # fmt: skip
+"""The row that stands for the side a world size is needed for, by ``Summary.cards_unknown``:
+the per-card figures of a job-level log, the job figures of one card's view."""
+
 
 def throughput_rows(s: Any) -> list[tuple[str, str]]:
     """(label, text) rows: wall-clock throughput (the headline), median step, tokens/s, MFU and
     the gap between wall-clock and median step as the cost of jitter, spikes and stalls
-    (``s``: a ``Summary``)."""
-    wall, med = s.throughput_wallclock_samples_per_s, s.throughput_median_step_samples_per_s
+    (``s``: a ``Summary``). When the job's card count is unknown (``s.cards_unknown``) the
+    side a world size is needed for reads "unknown": per card for a job-level log, the job
+    for one card's view."""
     src = "timestamps" if s.wallclock_source == "timestamps" else "Σ step times"
     span = f"{s.wall_time_s:,.1f} s" if s.wall_time_s is not None else "n/a"
-    tok_wall = getattr(s, "throughput_wallclock_tokens_per_s", None)
-    missing = "unknown (no samples in the logs; use --batch-size)"
-    rows = [("throughput", missing if tok_wall is None else "samples unknown (--batch-size)")]
+    unknown = getattr(s, "cards_unknown", None)
+    wall = _rate(s, "wallclock_samples", unknown, "samples", ",.1f")
+    med = _rate(s, "samples", unknown, "samples", ",.1f")
+    has_tokens = _rate(s, "wallclock_tokens", unknown, "tokens", ",.0f") is not None
+    missing = "samples unknown (--batch-size)" if has_tokens else (
+        "unknown (no samples in the logs; use --batch-size)")  # fmt: skip
+    rows = [("throughput", missing)]
     if wall is not None:
-        card = s.throughput_per_card_wallclock_samples_per_s
-        text = f"{wall:,.1f} samples/s wall-clock ({card:,.1f} per card; samples / {span} "
-        rows = [("throughput", text + f"steady, from {src})")]
+        rows = [("throughput", f"{wall[0]} wall-clock ({wall[1]}samples / {span} steady, "
+                 f"from {src})")]  # fmt: skip
     if med is not None:
-        card = s.throughput_per_card_samples_per_s
-        text = f"{med:,.1f} samples/s ({card:,.1f} per card; a typical step)"
-        rows.append(("median-step throughput", text))
+        rows.append(("median-step throughput", f"{med[0]} ({med[1]}a typical step)"))
     rows += _token_rows(s, span, src)
+    if unknown in UNKNOWN_ROWS and (wall or med or has_tokens):
+        rows.append(UNKNOWN_ROWS[unknown])
     mfu = getattr(s, "mfu", None)
     if mfu:
         spread = (
@@ -58,20 +70,27 @@ def throughput_rows(s: Any) -> list[tuple[str, str]]:
 def _token_rows(s: Any, span: str, src: str) -> list[tuple[str, str]]:
     """The tokens/s rows (wall-clock, median step) when the logs count tokens."""
     rows = []
-    wall = getattr(s, "throughput_wallclock_tokens_per_s", None)
-    med = getattr(s, "throughput_tokens_per_s", None)
+    unknown = getattr(s, "cards_unknown", None)
+    wall = _rate(s, "wallclock_tokens", unknown, "tokens", ",.0f")
+    med = _rate(s, "tokens", unknown, "tokens", ",.0f")
     if wall is not None:
-        card = s.throughput_per_card_wallclock_tokens_per_s
-        rows.append(
-            (
-                "token throughput",
-                f"{wall:,.0f} tokens/s wall-clock ({card:,.0f} per card; tokens / {span} "
-                f"steady, from {src})",
-            )
-        )
+        rows.append(("token throughput", f"{wall[0]} wall-clock ({wall[1]}tokens / {span} "
+                     f"steady, from {src})"))  # fmt: skip
     if med is not None:
-        card = s.throughput_per_card_tokens_per_s
-        rows.append(
-            ("median-step tokens", f"{med:,.0f} tokens/s ({card:,.0f} per card; a typical step)")
-        )
+        rows.append(("median-step tokens", f"{med[0]} ({med[1]}a typical step)"))
     return rows
+
+
+def _rate(s: Any, what: str, unknown: str | None, unit: str, fmt: str) -> tuple[str, str] | None:
+    """(headline, aside) of one rate: ``throughput_{what}_per_s`` and its per-card twin
+    ``throughput_per_card_{what}_per_s`` of ``s``, e.g. ("8.0 samples/s", "1.0 per card; ");
+    the aside is "job; " or "" when the card count is unknown (:data:`UNKNOWN_ROWS` says so);
+    None when the figure shown first is unknown."""
+    job = getattr(s, f"throughput_{what}_per_s", None)
+    card = getattr(s, f"throughput_per_card_{what}_per_s", None)
+    if unknown == "card":
+        return None if card is None else (f"{card:{fmt}} {unit}/s per card", "")
+    if job is None:
+        return None
+    aside = "job; " if unknown == "job" or card is None else f"{card:{fmt}} per card; "
+    return f"{job:{fmt}} {unit}/s", aside

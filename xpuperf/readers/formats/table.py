@@ -41,12 +41,21 @@ class TextTable(RawTable):
         sampled: each row is ONE iteration shown every k (nanoGPT, timm), not the mean of the
             k iterations since the last row (Megatron, Keras): the wall clock then counts a
             row once (:func:`xpuperf.analysis.series.wallclock`).
+        one_of_many: at least this many ranks printed the same step lines, of which one
+            rank's were kept (torchtitan without rank tags), so the rows are ONE card's view
+            of a larger job; 0 when the log does not show it. Without a world size the job's
+            figures are then unknown (``ReadResult.cards_unknown`` = ``"card"``).
+        warmup_rows: leading rows the format itself marks as start-up (the first MLPerf
+            block: graph compilation and the first pass over the data); the analysis
+            excludes them when ``--warmup`` is not given and its own detection finds fewer.
     """
 
     notes: list[str] = field(default_factory=list)
     world_size: int | None = None
     world_source: str = ""
     sampled: bool = False
+    one_of_many: int = 0
+    warmup_rows: int = 0
 
 
 class Rows:

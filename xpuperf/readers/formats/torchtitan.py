@@ -13,7 +13,8 @@ time of that line (seconds since the previous line / steps since it): the device
 tokens, so Σ over devices is the job's. ``mfu: 13.99%`` gives ``mfu`` = 0.1399. Lines with a
 launcher rank prefix (``[rank3]:``) are read per rank; without prefixes, repeated lines of one
 step (one per rank) are deduplicated — the first is kept — and a note says how many ranks
-printed the step.
+printed the step (``one_of_many``: the rows are one card's view, so without a world size the
+job's figures are unknown).
 """
 
 from __future__ import annotations
@@ -69,10 +70,12 @@ def read(src: Source) -> TextTable:
     out = rows.table(src, "torchtitan '- root - INFO - step: N  loss:' line", EXAMPLE)
     repeats = [c for (tag, _), c in seen.items() if tag is None]
     if repeats and max(repeats) > 1:
+        out.one_of_many = max(repeats)
         out.notes.append(
             f"torchtitan: each step was printed up to {max(repeats)} times without a rank tag "
             "(once per rank); kept the first line of each step and read the log as one rank; "
-            "step time = difference of consecutive timestamps"
+            "step time = difference of consecutive timestamps; tps is per device, so the "
+            "figures are one card's (job = world size × card: pass --world-size N)"
         )
     return out
 
