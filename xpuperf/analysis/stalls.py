@@ -18,6 +18,12 @@ median by at least ``PART_SHARE · E_s``. The step is *synchronous* when at leas
 :data:`ALL_SHARE` of the ranks took part, a *network* stall when none did. Consecutive such steps
 form one stall event; its size is its step count and the seconds lost ``Σ E_s`` (wall-clock).
 
+A logged phase names a synchronous stall only when it explains it: its rise (median over ranks of
+the phase minus each rank's own median) covers at least :data:`EXPLAIN_SHARE` of ``E_s``. When no
+logged phase does (a log with ``data_s`` only whose step time rose by 70 ms while the data wait
+rose by 0.2 ms), the stall is *unexplained by the logged phases* and the finding names each
+phase's share of the excess instead of blaming the largest riser.
+
 With step time only (no phase columns), every rank's step time rises at every job spike — the
 collective makes them wait — so "all ranks" cannot be told from "one rank and the others
 waiting": the finding says so in its first words (no "not a straggler" claim), names both
@@ -41,7 +47,11 @@ ALL_SHARE = 0.9
 """Share of ranks that must take part for a stall to be synchronous (job-wide)."""
 COST_WARNING = 0.01
 """Stalls costing at least this share of wall time are a warning, below an info."""
+EXPLAIN_SHARE = 0.5
+"""A phase names a stall only when its rise covers at least this share of the step-time excess."""
 PHASES = {"data_s": "data wait", "compute_s": "compute", "other_s": "host/other time"}
+UNEXPLAINED = "unexplained"
+"""``StallEvent.phase`` of a stall that no logged phase explains (:data:`EXPLAIN_SHARE`)."""
 
 
 @dataclass
@@ -52,10 +62,14 @@ class StallEvent:
         first_step, last_step: step numbers (inclusive).
         steps: spike steps in the event.
         lost_s: Σ over its steps of job step time − median job step time, seconds.
-        phase: ``data_s``/``compute_s``/``other_s`` whose excess over the ranks' medians is
-            largest (median over ranks), ``comm_s`` for a network stall, None when the logs have
-            step time only.
+        phase: ``data_s``/``compute_s``/``other_s`` whose rise over the ranks' medians (median
+            over ranks) is largest and covers ≥ :data:`EXPLAIN_SHARE` of the step's excess,
+            :data:`UNEXPLAINED` when no logged phase covers that much, ``comm_s`` for a network
+            stall, None when the logs have step time only.
         ranks_share: mean share of ranks that took part.
+        rise_s: per logged phase, Σ over the event's steps of its rise (median over ranks of
+            the phase minus the rank's own median), seconds; ``rise_s[p] / lost_s`` is the
+            share of the excess the phase explains.
     """
 
     first_step: int
@@ -64,6 +78,7 @@ class StallEvent:
     lost_s: float
     phase: str | None
     ranks_share: float
+    rise_s: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -111,7 +126,7 @@ def find_sync_stalls(
     excess = dict(zip(job["step"].to_numpy(), t - med, strict=True))
     med_by_rank = rank_median.set_index("rank")
     phases = [p for p in PHASES if p in at.columns and at[p].notna().any()]
-    kinds: list[tuple[int, float, str | None, float]] = []  # step, lost_s, phase, share
+    kinds: list[tuple[int, float, str | None, float, dict[str, float]]] = []
     for step, rows in at.groupby("step", sort=True):
         e = float(excess.get(step, 0.0))
         if e <= 0:
@@ -119,9 +134,10 @@ def find_sync_stalls(
         own = rows["work_s"].to_numpy(float) - med_by_rank.loc[rows["rank"], "work_s"].to_numpy()
         share = float(np.mean(own >= PART_SHARE * e))
         if share >= ALL_SHARE:
-            kinds.append((int(step), e, _phase(rows, med_by_rank, phases), share))
+            rise = _rises(rows, med_by_rank, phases)
+            kinds.append((int(step), e, _phase(rise, e), share, rise))
         elif not np.any(own >= PART_SHARE * e) and work_source != "step_time":
-            kinds.append((int(step), e, "comm_s", 0.0))
+            kinds.append((int(step), e, "comm_s", 0.0, {}))
     events = _group(kinds, {int(s) for s in spike_steps}, job["step"].to_numpy())
     lost = sum(ev.lost_s for ev in events)
     result = StallResult(True, events, lost, lost / total if total > 0 else 0.0, work_source)
@@ -130,14 +146,23 @@ def find_sync_stalls(
     return result, ([_finding(result, n_ranks)] if events else [])
 
 
-def _phase(rows: pd.DataFrame, med: pd.DataFrame, phases: list[str]) -> str | None:
-    if not phases:
+def _rises(rows: pd.DataFrame, med: pd.DataFrame, phases: list[str]) -> dict[str, float]:
+    """Per phase, the median over ranks of its value minus the rank's own median, seconds."""
+    out = {}
+    for p in phases:
+        d = rows[p].to_numpy(float) - med.loc[rows["rank"], p].to_numpy(float)
+        if np.isfinite(d).any():
+            out[p] = float(np.nanmedian(d))
+    return out
+
+
+def _phase(rise: dict[str, float], excess: float) -> str | None:
+    """The phase that rose most when it covers ≥ :data:`EXPLAIN_SHARE` of ``excess``;
+    :data:`UNEXPLAINED` when none does; None without phase columns."""
+    if not rise:
         return None
-    rise = {
-        p: float(np.nanmedian(rows[p].to_numpy(float) - med.loc[rows["rank"], p].to_numpy(float)))
-        for p in phases
-    }
-    return max(rise, key=lambda p: rise[p])
+    top = max(rise, key=lambda p: rise[p])
+    return top if rise[top] >= EXPLAIN_SHARE * excess else UNEXPLAINED
 
 
 def _group(kinds: list, spikes: set[int], steps: np.ndarray) -> list[StallEvent]:
@@ -145,15 +170,17 @@ def _group(kinds: list, spikes: set[int], steps: np.ndarray) -> list[StallEvent]
     pos = {int(s): i for i, s in enumerate(steps)}
     events: list[StallEvent] = []
     prev = None
-    for step, lost, phase, share in kinds:
+    for step, lost, phase, share, rise in kinds:
         if step not in spikes:
             continue
         if prev is not None and pos[step] == pos[prev] + 1 and events[-1].phase == phase:
             ev = events[-1]
             ev.ranks_share = (ev.ranks_share * ev.steps + share) / (ev.steps + 1)
             ev.last_step, ev.steps, ev.lost_s = step, ev.steps + 1, ev.lost_s + lost
+            for p, v in rise.items():
+                ev.rise_s[p] = ev.rise_s.get(p, 0.0) + v
         else:
-            events.append(StallEvent(step, step, 1, lost, phase, share))
+            events.append(StallEvent(step, step, 1, lost, phase, share, dict(rise)))
         prev = step
     return events
 
@@ -191,7 +218,63 @@ _CAUSE = {
 }
 
 
+_UNEXPLAINED_REMEDY = (
+    "time the rest of the step per rank (compute_s and comm_s: forward+backward and the "
+    "allreduce separately, data_time) so the next stall can be placed, and check what runs on "
+    "every rank at those steps (checkpoint, evaluation, garbage collection, logging)"
+)
+
+
+def _dur(s: float) -> str:
+    """Seconds as ``70.0 ms`` below one second, else ``1.25 s``."""
+    return f"{s * 1e3:.1f} ms" if abs(s) < 1.0 else f"{s:.2f} s"
+
+
+def _shares(ev: list[StallEvent], only: str | None = None) -> tuple[str, dict[str, float]]:
+    """``the 65.5 ms excess: data wait +0.3 ms (0.4%)`` over ``ev`` (phase ``only``, or every
+    logged phase), and every phase's share of the excess."""
+    lost = sum(e.lost_s for e in ev)
+    rise: dict[str, float] = {}
+    for e in ev:
+        for p, v in e.rise_s.items():
+            rise[p] = rise.get(p, 0.0) + v
+    share = {p: v / lost for p, v in rise.items()} if lost > 0 else {}
+    parts = ", ".join(
+        f"{PHASES[p]} {'+' if v >= 0 else '−'}{_dur(abs(v))} ({share[p]:.1%})"
+        for p, v in sorted(rise.items(), key=lambda x: -x[1])
+        if only is None or p == only
+    )
+    return f"the {_dur(lost)} excess: {parts}", share
+
+
+def _cause(phase: str | None, ev: list[StallEvent], source: str) -> tuple[str, str]:
+    """(cause, remedy) of the main stall kind; phase-named and unexplained ones say the shares."""
+    if phase != UNEXPLAINED:
+        cause, remedy = _CAUSE[phase]
+        if phase in PHASES:
+            text, _ = _shares([e for e in ev if e.phase == phase], phase)
+            cause += f" (of {text}; a phase names a stall from {EXPLAIN_SHARE:.0%} of it)"
+        return cause, remedy
+    text, _ = _shares([e for e in ev if e.phase == UNEXPLAINED])
+    what = "step time" if source == "step_time" else "own work"
+    why = (
+        "a pause of all ranks in a part of the step the logs do not time (compute, "
+        "communication, host) or one rank's pause the others waited for; per-rank step time "
+        "cannot tell which"
+        if source == "step_time"
+        else "the time went to a part of the step the logs do not time, or was spread over "
+        "several phases"
+    )
+    cause = (
+        f"job-wide stall not explained by the logged phases: every rank's {what} rose at the "
+        f"same steps but no logged phase covers ≥ {EXPLAIN_SHARE:.0%} of the rise (of {text}) — "
+        f"{why}"
+    )
+    return cause, _UNEXPLAINED_REMEDY
+
+
 _SHORT = {
+    UNEXPLAINED: "unexplained",
     "data_s": "input",
     "compute_s": "compute",
     "other_s": "host pause",
@@ -203,7 +286,7 @@ _SHORT = {
 def _finding(r: StallResult, n_ranks: int) -> Finding:
     ev = r.events
     phase = max({e.phase for e in ev}, key=lambda p: sum(e.lost_s for e in ev if e.phase == p))
-    cause, remedy = _CAUSE[phase]
+    cause, remedy = _cause(phase, ev, r.work_source)
     spans = ", ".join(
         f"{e.first_step}" if e.steps == 1 else f"{e.first_step}–{e.last_step}" for e in ev[:6]
     ) + (" …" if len(ev) > 6 else "")
@@ -236,6 +319,7 @@ def _finding(r: StallResult, n_ranks: int) -> Finding:
         "lost_s": r.lost_s,
         "lost_fraction": r.lost_fraction,
         "phase": phase,
+        "phase_shares": _shares([e for e in ev if e.phase == phase])[1],
         "spans": [[e.first_step, e.last_step] for e in ev],
         "ranks": n_ranks,
         "step_gap": r.step_gap,
