@@ -21,6 +21,7 @@ from xpuperf.analysis.breakdown_findings import (  # noqa: F401  (waiting_share:
     LABELS,
     MIN_PHASE_SHARE,
     MIN_PHASE_STEPS,
+    OTHER_UNSEEN,
     Breakdown,
     share_findings,
     waiting_share,
@@ -63,7 +64,9 @@ def decompose(
     Returns:
         ``(BreakdownResult, findings)``. Fractions are Σ phase / Σ step_time over all rows
         (source ``"phases"``; a phase whose column is absent is None, and ``other`` is None without
-        ``compute_s`` since it would hold the compute). Without phases but with a baseline,
+        ``compute_s`` since it would hold the compute, or when step time − (compute + comm +
+        data) is ≤ 0.1 % of the step time on every row: the step time is then the sum of the
+        logged phases, ``Breakdown.other_unseen``). Without phases but with a baseline,
         compute = baseline median step time and other = the rest of the distributed median step
         time (source ``"baseline"``). Neither: source ``"none"``, fractions None.
         speedup = (median samples per rank per step / median job step time) of the run over the
@@ -88,19 +91,23 @@ def decompose(
     per_rank = None
     source = "none"
     phase_steps: dict[str, int] = {}
+    rest = float("nan")  # largest share of step time outside the logged phases, any row
     if grid is not None:
         t_run = float(np.median(grid.step_median()))
         n_steps = grid.shape[1]
         if any(grid.has(c) for c in PHASE_COLUMNS[:3]):
             source = "phases"
-            fr, per_rank, phase_steps = _phases_grid(grid)
+            fr, per_rank, phase_steps, rest = _phases_grid(grid)
     else:
         pf = st.phase_frame(df)
         t_run = float(df.groupby("step")["step_time_s"].median().median())  # job step time, s
         n_steps = int(df["step"].nunique())
         if pf is not None:
             source = "phases"
-            fr, per_rank, phase_steps = _phases_frame(df, pf)
+            fr, per_rank, phase_steps, rest = _phases_frame(df, pf)
+    unseen = fr["other_s"] is not None and rest <= OTHER_UNSEEN
+    if unseen:  # step time = Σ phases: "other" is 0 by construction, not measured
+        fr["other_s"] = None
     if source != "phases" and baseline is not None:
         source = "baseline"
         t1 = float(baseline["step_time_s"].median())
@@ -119,6 +126,7 @@ def decompose(
         phase_steps=phase_steps,
         min_phase_steps=floor,
         weak=any(k < floor for k in phase_steps.values()),
+        other_unseen=rest if unseen else None,
     )
     wait = waiting_share(stragglers, fr["comm_s"])
     thr = (comm_threshold, data_threshold, other_threshold)
@@ -141,8 +149,9 @@ def _check_baseline(baseline: pd.DataFrame) -> None:
 
 def _phases_frame(
     df: pd.DataFrame, pf: pd.DataFrame
-) -> tuple[dict[str, float | None], pd.DataFrame, dict[str, int]]:
-    """Shares, per-rank medians and steps per phase (:class:`Breakdown`) of a step table.
+) -> tuple[dict[str, float | None], pd.DataFrame, dict[str, int], float]:
+    """Shares, per-rank medians and steps per phase (:class:`Breakdown`) of a step table, and
+    the largest ``other_s`` / step time of any row (NaN without ``other_s``).
 
     Each share is Σ phase / Σ step time over the rows where the phase is known; ``other_s`` over
     the rows where compute_s and every logged phase column are known.
@@ -153,6 +162,7 @@ def _phases_frame(
     fr: dict[str, float | None] = dict.fromkeys(PHASE_COLUMNS)
     steps: dict[str, int] = {}
     frame = df[["rank", "step_time_s"]].copy()
+    rest = float("nan")
     for c in PHASE_COLUMNS:
         k = masks.get(c)
         frame[c] = pf[c].where(k) if k is not None else np.nan  # per-rank medians: known rows
@@ -161,13 +171,15 @@ def _phases_frame(
         fr[c] = float(pf[c].to_numpy()[k].sum()) / float(t[k].sum())
         if c != "other_s":
             steps[c] = len(np.unique(step[k]))
+        else:
+            rest = float(np.max(pf[c].to_numpy()[k] / t[k]))
     out = frame.groupby("rank", sort=True).median()
     if "node" in df.columns:
         out.insert(0, "node", df.groupby("rank", sort=True)["node"].first())
     else:
         out.insert(0, "node", pd.array([pd.NA] * len(out), dtype="string"))
     out = out.reset_index()
-    return fr, out[["rank", "node", "step_time_s", *PHASE_COLUMNS]], steps
+    return fr, out[["rank", "node", "step_time_s", *PHASE_COLUMNS]], steps, rest
 
 
 def _known_masks(known: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -177,7 +189,9 @@ def _known_masks(known: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return known
 
 
-def _phases_grid(g: Grid) -> tuple[dict[str, float | None], pd.DataFrame, dict[str, int]]:
+def _phases_grid(
+    g: Grid,
+) -> tuple[dict[str, float | None], pd.DataFrame, dict[str, int], float]:
     """:func:`_phases_frame` from a grid, in row blocks (no full-size masked copies)."""
     present = [c for c in PHASE_COLUMNS[:3] if g.has(c)]
     nr, ns = g.shape
@@ -204,6 +218,7 @@ def _phases_grid(g: Grid) -> tuple[dict[str, float | None], pd.DataFrame, dict[s
     fr: dict[str, float | None] = dict.fromkeys(PHASE_COLUMNS)
     med: dict[str, np.ndarray] = {"step_time_s": median_rows(step_t)}
     steps: dict[str, int] = {}
+    rest = float("nan")
     has_compute = "compute_s" in present and g.known("compute_s")
     for c in PHASE_COLUMNS:
         cols = present if c == "other_s" else [c]
@@ -224,6 +239,12 @@ def _phases_grid(g: Grid) -> tuple[dict[str, float | None], pd.DataFrame, dict[s
         if c != "other_s":
             known = by_columns(g.mat(c), lambda x: (~np.isnan(x)).any(axis=0))
             steps[c] = int(np.count_nonzero(known))
+        else:
+            src = vals if full else part
+            share = Derived(lambda key, src=src: src[key] / step_t[key], (nr, ns))
+            with warnings.catch_warnings():  # a rank without the phase: all NaN
+                warnings.simplefilter("ignore", RuntimeWarning)
+                rest = float(np.nanmax(by_rows(share, lambda x: np.nanmax(x, axis=1))))
     rows = g.first_rows() + g.start
     if g.has("node"):
         node = g.table["node"].iloc[rows].reset_index(drop=True)
@@ -237,7 +258,7 @@ def _phases_grid(g: Grid) -> tuple[dict[str, float | None], pd.DataFrame, dict[s
     out = pd.DataFrame({"rank": g.table["rank"].iloc[rows].to_numpy(), "node": node})
     for c in ("step_time_s", *PHASE_COLUMNS):
         out[c] = med[c]
-    return fr, out, steps
+    return fr, out, steps, rest
 
 
 def _median_samples(df: pd.DataFrame | Grid) -> float | None:

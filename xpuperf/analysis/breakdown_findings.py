@@ -16,6 +16,10 @@ from xpuperf.findings import Finding, Severity
 LABELS = {"comm_s": "communication", "data_s": "data wait", "other_s": "host/other time"}
 MIN_PHASE_STEPS = 3  # a phase share from fewer steps than this is weak …
 MIN_PHASE_SHARE = 0.05  # … or from fewer than this share of the steady steps
+OTHER_UNSEEN = 0.001
+"""When step time − (compute + comm + data) is at most this share of the step time on every
+row, the step time is the sum of the logged phases (DeepSpeed's timers: forward + backward +
+optimizer step): "other" is 0 by construction, not a measurement."""
 
 
 @dataclass
@@ -34,12 +38,17 @@ class Breakdown(BreakdownResult):
         min_phase_steps: the floor, max(3, ⌈5 % of ``n_steps``⌉).
         weak: a known phase rests on fewer steps than ``min_phase_steps``: its share is a hint,
             not a verdict (XP301–XP303 are then info, not warnings).
+        other_unseen: the largest share of step time left outside compute + comm + data on
+            any row, when it is ≤ :data:`OTHER_UNSEEN` (the step time is the sum of the logged
+            phases, so the log holds no evidence of host/other time: ``other_fraction`` is then
+            None); None otherwise.
     """
 
     n_steps: int = 0
     phase_steps: dict[str, int] = field(default_factory=dict)
     min_phase_steps: int = MIN_PHASE_STEPS
     weak: bool = False
+    other_unseen: float | None = None
 
     def basis(self, col: str) -> str:
         """`` (from 1 of 31 steps with compute_s logged; weak: …)`` or ``""`` for every step."""

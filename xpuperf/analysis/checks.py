@@ -8,6 +8,7 @@ evidence and their codes is docs/diagnosis.md ("Step logs").
 
 from __future__ import annotations
 
+from xpuperf.analysis.breakdown_findings import OTHER_UNSEEN
 from xpuperf.analysis.results import BreakdownResult, JitterResult, StragglerResult, Summary
 from xpuperf.analysis.stalls import StallResult
 from xpuperf.findings import Check, CheckStatus, Finding
@@ -161,7 +162,16 @@ def _breakdown(b: BreakdownResult, findings: list[Finding], shape: str) -> list[
         n_steps = getattr(b, "n_steps", 0)
         k = phase_steps.get(col, n_steps)
         floor = getattr(b, "min_phase_steps", 0)
-        if b.source == "phases" and frac is not None and k < floor:
+        unseen = getattr(b, "other_unseen", None)
+        if code == "XP303" and b.source == "phases" and unseen is not None:
+            why = (
+                "no evidence: the step time is the sum of the logged phases (compute + comm + "
+                f"data leave at most {unseen:.2%} of it on any row, threshold {OTHER_UNSEEN:.1%})"
+                ", so time outside them is 0 by construction; log the iteration's wall time "
+                "(timestamps or an elapsed-time field) to see host work"
+            )
+            out.append(Check(name, title, CheckStatus.NOT_CHECKED, why))
+        elif b.source == "phases" and frac is not None and k < floor:
             why = (f"{col} logged on {k} of {n_steps} steps only (a share needs ≥ {floor}): "
                    f"log {hint} on more steps")  # fmt: skip
             hit = tuple(sorted({f.code for f in findings if f.code == code}))
