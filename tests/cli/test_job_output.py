@@ -179,7 +179,8 @@ def test_a_healthy_stderr_without_warnings_is_job_output(tmp_path: Path) -> None
     p = run("analyze", steps, str(err), "--warmup", "0", "--json", "-")
     assert p.returncode == 0, p.stderr
     status = {c["name"]: c["status"] for c in json.loads(p.stdout)["checks"]}
-    assert status["events.nccl_timeout"] == "clean"  # its 2 lines were read: no timeout in them
+    # its 2 lines were read, but nothing in them shows PyTorch's NCCL backend: no verdict
+    assert status["events.nccl_timeout"] == "not_checked"
     assert "framework" not in status
     # in a folder too
     job = tmp_path / "job"

@@ -461,11 +461,16 @@ def test_nccl_debug_lines_only_are_not_checked():
         assert c.evidence == "only NCCL debug lines were scanned: pass the job's stdout/stderr"
 
 
-def test_nccl_lines_beside_a_training_line_are_checked():
-    # line 3 is the training script's own output: the checks give their verdicts
+def test_nccl_lines_beside_a_training_line_are_not_evidence_of_pytorch():
+    # line 3 is the training script's own output, but nothing shows PyTorch: the watchdog
+    # (XP708) and DDP (XP701/XP702) lines are PyTorch's, so neither check gives a verdict
     r = scan_events([DATA / "events_nccl_only/nccl_and_train.log"])
-    assert _check(r, "events.nccl_timeout").status is CheckStatus.CLEAN
-    assert _check(r, "events.ddp_unused_parameters").status is CheckStatus.CLEAN
+    c = _check(r, "events.nccl_timeout")
+    assert c.status is CheckStatus.NOT_CHECKED
+    assert "NCCL is in use ('NCCL INFO' at nccl_and_train.log:1) but nothing shows PyTorch" in (
+        c.evidence
+    )
+    assert _check(r, "events.ddp_unused_parameters").status is CheckStatus.NOT_CHECKED
 
 
 def test_blank_file_is_not_checked():

@@ -1,8 +1,11 @@
 """Checks and findings (XP701–XP719) from the framework warnings a scan collected.
 
 Every check is ``problem``, ``clean`` or ``not_checked``. A check is ``clean`` only when a text
-log (framework output) was scanned: a Parquet/CSV step table cannot show a warning, so the checks
-are ``not_checked`` for it, and for text that is only NCCL's own output (NCCL_DEBUG lines and
+log (framework output) was scanned **and** it shows the thing the check is about in use, so that
+the warning would have been printed had the fault been there (rules in
+:mod:`xpuperf.events.evidence`: PyTorch DDP, a PyTorch DataLoader, a loss scaler that reports its
+skips, PyTorch's NCCL backend). A Parquet/CSV step table cannot show a warning, so the checks are
+``not_checked`` for it, and for text that is only NCCL's own output (NCCL_DEBUG lines and
 banners, :data:`xpuperf.events.patterns.OTHER_LINE`) or blank lines. Thresholds:
 
 - skipped steps (loss-scale overflow) above :data:`SKIP_FRACTION` of the steps: each skipped
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from xpuperf.events import costs
+from xpuperf.events import costs, evidence
 from xpuperf.events.scan import Facts
 from xpuperf.findings import Check, CheckStatus, Finding, Severity
 
@@ -45,6 +48,16 @@ def no_evidence(facts: Facts) -> str | None:
     if not facts.other_text:
         return NCCL_ONLY if facts.nccl_text else EMPTY
     return None
+
+
+def in_play(facts: Facts, rule) -> tuple[str, str | None]:
+    """(``"; <evidence>"`` to end a clean verdict with, or ""; the ``not_checked`` reason or
+    None) for one check's evidence ``rule`` (a function of :mod:`xpuperf.events.evidence`)."""
+    missing = no_evidence(facts)
+    if missing is not None:
+        return "", missing
+    seen, why = rule(facts.signs)
+    return (f"; {seen}" if seen else ""), why
 
 
 def _where(facts: Facts, kind: str) -> str:
@@ -112,12 +125,13 @@ def ddp(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Check]
                 {"ranks": sorted(ranks), "unused_indices": facts.unused_params},
             )
         )
+    seen, why = in_play(facts, evidence.ddp)
     return out, _check(
         "events.ddp_unused_parameters",
         "DDP find_unused_parameters setting",
         out,
-        f"no DDP unused-parameter warning or error in {facts.lines} lines{STDERR}",
-        no_evidence(facts),
+        f"no DDP unused-parameter warning or error in {facts.lines} lines{STDERR}{seen}",
+        why,
     )
 
 
@@ -204,13 +218,16 @@ def workers(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Ch
                 {"stall_s": stall.stall_s, "epochs": stall.boundaries, "fraction": stall.fraction},
             )
         )
-    clean = f"no DataLoader worker warning in {facts.lines} lines{STDERR}; {measured}"
+    seen, why = in_play(facts, evidence.loader)
+    clean = f"no DataLoader worker warning in {facts.lines} lines{STDERR}; {measured}{seen}"
+    if why is not None and stall is not None:
+        why += f"; {measured}"
     return out, _check(
         "events.dataloader_workers",
         "DataLoader workers (kept between epochs, neither too few nor more than the CPUs)",
         out,
         clean,
-        no_evidence(facts),
+        why,
     )
 
 
@@ -267,10 +284,11 @@ def worker_crash(facts: Facts) -> tuple[list[Finding], Check]:
                 {"signals": sorted(facts.worker_signals), "pids": sorted(facts.worker_pids)},
             )
         )
+    seen, why = in_play(facts, evidence.loader)
     return out, _check(
         "events.dataloader_worker_crash",
         "DataLoader worker crashes",
         out,
-        f"no DataLoader worker crash in {facts.lines} lines{STDERR}",
-        no_evidence(facts),
+        f"no DataLoader worker crash in {facts.lines} lines{STDERR}{seen}",
+        why,
     )

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from xpuperf.events import costs
-from xpuperf.events.checks import SKIP_FRACTION, _check, _where, no_evidence
+from xpuperf.events import costs, evidence
+from xpuperf.events.checks import SKIP_FRACTION, _check, _where, in_play
 from xpuperf.events.scan import Facts, distinct_iters
 from xpuperf.findings import Check, Finding, Severity
 
@@ -57,6 +57,16 @@ def skipped_and_total(facts: Facts, table: pd.DataFrame | None) -> tuple[int, in
     return max(found, key=lambda f: f[0])
 
 
+def _reported(facts: Facts, seen: list[str], signs) -> tuple[str | None, str | None]:
+    """Evidence that the log reports skipped steps: the scaler's own counters or overflow
+    lines, else the signs of :func:`xpuperf.events.evidence.scaler`."""
+    if facts.ds_step is not None:
+        return "DeepSpeed counts its skipped steps ('step=…, skipped=…')", None
+    if seen:
+        return f"the loss scaler reports its skips ({_where(facts, seen[0])})", None
+    return evidence.scaler(signs)
+
+
 def check(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Check]:
     """XP705 skipped fraction above threshold, XP706 skips without a step count (info), XP707
     loss scale at its minimum."""
@@ -65,7 +75,7 @@ def check(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Chec
     if "megatron_skipped" in facts.events:
         seen.append("megatron_skipped")
     skipped, total, how = skipped_and_total(facts, table)
-    not_checked = no_evidence(facts)
+    seen_txt, not_checked = in_play(facts, lambda signs: _reported(facts, seen, signs))
     scales = facts.loss_scales
     scale_txt = f"; loss scale went down to {min(scales):g}" if scales else ""
     extra = max(skipped - START_SKIPS, 0)
@@ -125,6 +135,7 @@ def check(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Chec
     else:
         total_txt = f" of {total}" if total else ""
         clean = f"no step{total_txt} skipped on loss-scale overflow ({facts.lines} lines)"
+    clean += seen_txt
     if "min_loss_scale" in facts.events:
         out.append(
             Finding(

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from xpuperf.events.checks import STDERR, _check, _ranks, _where, no_evidence
+from xpuperf.events import evidence
+from xpuperf.events.checks import STDERR, _check, _ranks, _where, in_play, no_evidence
 from xpuperf.events.scan import Facts
 from xpuperf.findings import Check, Finding, Severity
 
@@ -80,12 +81,13 @@ def nccl(facts: Facts, table: pd.DataFrame | None) -> tuple[list[Finding], Check
                 },
             )
         )
+    seen, why = in_play(facts, evidence.nccl)
     return out, _check(
         "events.nccl_timeout",
         "NCCL collective timeouts (watchdog)",
         out,
-        f"no NCCL watchdog timeout in {facts.lines} lines{STDERR}",
-        no_evidence(facts),
+        f"no NCCL watchdog timeout in {facts.lines} lines{STDERR}{seen}",
+        why,
     )
 
 
