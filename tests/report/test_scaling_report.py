@@ -84,7 +84,7 @@ def test_markdown_checks_use_the_analyze_columns() -> None:
     # 9184/32/410 = 0.70 < 0.90: the efficiency check is a problem with XP310, listed first
     first = lines[head + 2].split(" | ")
     assert first[0] == "| problem"
-    assert first[1] == "scaling efficiency of the largest run"
+    assert first[1] == "scaling efficiency of every run"
     assert first[-1] == "XP310 |"
     assert "Checks — 2 problem(s)" in md
 
