@@ -73,7 +73,9 @@ def analyze_jitter(
 
     Returns:
         ``(JitterResult, findings)``; findings are XP201–XP206 and XP405 (see module doc for
-        methods). Never NaN: fewer than 2 steps give cv 0.0 and XP405 only.
+        methods). Fewer than ``min_steps`` steps: XP201–XP205 are info (a hint, said so in the
+        message, ``data["weak"]``), no XP206. Never NaN: fewer than 2 steps give cv 0.0 and
+        XP405 only.
 
     Raises:
         InputError: ``job`` lacks ``step`` or ``step_time_s``.
@@ -135,9 +137,20 @@ def analyze_jitter(
         "cp": cp_min_change,
     }
     findings = _findings(res, grid_cost, len(on_grid), limits)
-    if n < min_steps:  # too few steps for an all-clear: XP206 only with the evidence
-        findings = [f for f in findings if f.code != "XP206"] + [_few_steps(n, min_steps)]
+    if n < min_steps:  # too few steps for a verdict: hints only, and no all-clear (XP206)
+        findings = [_hint(f, n, min_steps) for f in findings if f.code != "XP206"]
+        findings.append(_few_steps(n, min_steps))
     return res, findings
+
+
+def _hint(f: Finding, n: int, min_steps: int) -> Finding:
+    """XP201–XP205 from fewer than ``min_steps`` steady steps: info, said to be a hint (the
+    ``steps.jitter``/``steps.spikes`` checks are "not checked" then, so a warning would claim a
+    verdict the checks do not)."""
+    if f.severity is Severity.INFO:
+        return f
+    msg = f"{f.message} Only {n} steady step(s) (< {min_steps}): a hint, not a verdict."
+    return Finding(f.code, Severity.INFO, msg, {**f.data, "weak": True})
 
 
 def robust_threshold(x: np.ndarray, k: float = 5.0) -> tuple[float, float]:
