@@ -311,6 +311,7 @@ def read_logs(
         parts.append(part)
     if not parts:
         raise InputError("no readable log file among the inputs: " + "; ".join(warnings))
+    parts = _bars_beside_steps(parts, {f.path for f in files if not f.explicit}, warnings)
     build.assign_ranks(parts)
     frames = []
     read_notes: list[str] = []
@@ -392,6 +393,36 @@ def _guard(path: Path | None, fn: Callable[..., T], *args: object) -> T:
             "check the file is not corrupt or concatenated with binary data",
             path,
         ) from None
+
+
+def _bars_beside_steps(
+    parts: list[build.Part], walked: set[Path], warnings: list[str]
+) -> list[build.Part]:
+    """Files whose only timing is a tqdm progress bar (the reader of last resort) beside step logs
+    of other formats are the job's console output, not more ranks: one found in a folder or by a
+    glob (``walked``) is skipped with a warning; one named on its own is an error.
+
+    Raises:
+        InputError: naming such a file; ``analyze`` then reads it as job output (NCCL lines,
+            framework warnings) when it looks like one.
+    """
+    from xpuperf.readers.formats.tqdm import BAR_NOTE
+
+    bars = [p for p in parts if any(n.startswith(BAR_NOTE) for n in getattr(p.raw, "notes", ()))]
+    if not bars or len(bars) == len(parts):
+        return parts
+    why = (
+        "its only step timing is a tqdm progress bar, read as steps when no other step log is "
+        "given; beside the other step logs it is the job's console output"
+    )
+    named = [p for p in bars if p.src.path not in walked]
+    if named:
+        raise InputError(f"{why}: pass it alone to read its bar", named[0].src.name)
+    # worded as an unrecognised file: analyze reads those for NCCL lines and framework warnings
+    said = "skipped the file: its format is not recognised as a step log"
+    warnings += [f"{p.src.name}: {said} ({why})" for p in bars]
+    skip = {id(p) for p in bars}
+    return [p for p in parts if id(p) not in skip]
 
 
 def _nothing_usable(parts: list[build.Part], warnings: list[str]) -> InputError:

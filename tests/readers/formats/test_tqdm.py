@@ -283,3 +283,28 @@ def test_explain_quotes_the_bar_and_its_physical_line() -> None:
         "(its sniff accepts line 13: '0%|          | 0/200 [00:00<?, ?it/s]')"
     )
     assert "    13: '50%|█████     | 100/200 [02:10<02:05,  1.25s/it][INFO" in "\n".join(e.lines)
+
+
+def test_a_bar_beside_other_step_logs_is_job_output(tmp_path: Path) -> None:
+    csvs = sorted((DATA.parent.parent / "sample_logs" / "periodic_spikes_8rank").glob("*.csv"))
+    bar = TQDM / "lightning_2x_1gpu.log"
+    with pytest.raises(InputError) as exc:  # named: an error naming the file
+        read_logs([*map(str, csvs), str(bar)])
+    assert exc.value.path is not None
+    assert Path(exc.value.path).name == bar.name
+    assert "only step timing is a tqdm progress bar" in exc.value.message
+    # found in a folder: skipped like an unrecognised file (analyze reads those as job output)
+    job = tmp_path / "job"
+    job.mkdir()
+    for p in csvs:
+        (job / p.name).write_bytes(p.read_bytes())
+    (job / "train.log").write_bytes(bar.read_bytes())
+    res = read_logs([str(job)])
+    assert res.table["rank"].nunique() == len(csvs)
+    (said,) = [w for w in res.warnings if "train.log" in w]
+    assert said.endswith(
+        "train.log: skipped the file: its format is not recognised as a step log (its only step "
+        "timing is a tqdm progress bar, read as steps when no other step log is given; beside "
+        "the other step logs it is the job's console output)"
+    )
+    assert len(read_logs([str(bar)]).table) == 6  # alone: read

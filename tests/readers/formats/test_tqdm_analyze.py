@@ -39,3 +39,18 @@ def test_analyze_hf_trainer_bar(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert s["wallclock_source"] == "step_times"
     assert s["throughput_wallclock_samples_per_s"] == pytest.approx(204 * 64 / wall)  # 45.5
     assert s["throughput_per_card_wallclock_samples_per_s"] == pytest.approx(204 * 32 / wall)
+
+
+def test_a_lightning_console_beside_step_logs_is_job_output(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # the step logs are the CSVs; the Lightning console (a bar and framework warnings) is the
+    # job's output, read for its warnings only — as before there was a tqdm reader
+    root = Path(__file__).resolve().parents[3]
+    csvs = root / "sample_logs" / "periodic_spikes_8rank"
+    console = root / "tests" / "data" / "events_lightning_spawn" / "spawn.log"
+    with pytest.raises(SystemExit) as exc:
+        cli_app.main(["analyze", str(csvs), str(console), "-q"])
+    assert int(exc.value.code or 0) == 0
+    err = capsys.readouterr().err
+    assert f"{console}: job output without step records" in err

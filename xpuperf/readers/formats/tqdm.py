@@ -61,6 +61,8 @@ from xpuperf.readers.formats.tqdm_bars import (
 
 NAME = "tqdm"
 EXAMPLE = "Epoch 2:  40%|████      | 240/600 [01:36<02:24,  2.50it/s, v_num=3, train_loss=0.412]"
+BAR_NOTE = "tqdm bar "
+"""Start of the first note of every table this reader returns (``read_logs`` looks for it)."""
 SNIFF_RAW = True
 """The sniff gets the lines with their bars (the cleaned lines drop a bar that starts a line)."""
 STEP_UNITS = frozenset(
@@ -227,7 +229,7 @@ def _notes(seen: _Seen, chosen: list[tuple[int | None, Bar]], streams: dict, sam
     hows = [how for _, bar in chosen for *_, how in bar.rows]
     names = sorted({bar.name for _, bar in chosen})
     out = [
-        f"tqdm bar {short(', '.join(names), 80)!r}: step time = elapsed / steps over windows of "
+        f"{BAR_NOTE}{short(', '.join(names), 80)!r}: step time = elapsed / steps over windows of "
         f"at least {WINDOW} clock ticks ({WINDOW} s for [mm:ss]: the clock truncates to whole "
         "seconds, so a row is within ±5 %); tqdm's it/s (a moving average) only for stretches "
         f"under {SHORT} ticks; step-to-step jitter inside a window is not visible"
