@@ -308,3 +308,18 @@ def test_a_bar_beside_other_step_logs_is_job_output(tmp_path: Path) -> None:
         "the other step logs it is the job's console output)"
     )
     assert len(read_logs([str(bar)]).table) == 6  # alone: read
+
+
+def test_an_outer_epoch_bar_is_not_the_training_bar(tmp_path: Path) -> None:
+    # for epoch in trange(2, desc="Epochs"): for batch in tqdm(loader, desc="Iter"): …
+    # the outer bar moves once per epoch, always after the inner bar: it never forms a window,
+    # and its last display (2/2 at 01:02) is not a bar seen only at its end
+    def inner() -> str:
+        return "".join(_bar(n, 30, f"00:{n:02d}", "Iter") for n in (0, 10, 20, 30))
+
+    text = _bar(0, 2, "00:00", "Epochs") + "\n" + inner() + "\n"
+    text += _bar(1, 2, "00:31", "Epochs") + "\n" + inner() + "\n" + _bar(2, 2, "01:02", "Epochs")
+    out = tqdm.read(open_source(Found(_write(tmp_path, text + "\n"), True, ("t.log",))))
+    # each epoch: 0→20 in 20 s, then 30 at 00:30 joins it: 30 steps in 30 s; epoch 2 from 30
+    _close(_rows(out), [(30, 1.0), (60, 1.0)])
+    assert "Iter" in out.notes[0]

@@ -208,6 +208,7 @@ class Bar:
     timed_s: float = 0.0
     untimed: float = 0.0
     gap: bool = False  # another bar ran since this bar last moved
+    moved: int = 0  # counter values shown since the bar (re)started
 
     def update(self, p: Point, interlude: bool) -> bool:
         """Take one display; False when it goes backwards (another process's bar?)."""
@@ -215,11 +216,13 @@ class Bar:
         self.gap |= interlude
         if last is None:
             self._start(p)
+            self.moved = 1
         elif p.e < last.e or (p.n < last.n and p.e <= p.res) or self._ended(p):  # a new bar
             self.flush()
             prev = self.rows[-1][1] if self.rows else self.offset + last.n
             self.offset, self.restart_at = prev - p.n, prev
             self._start(p)
+            self.moved = 1
         elif p.n < last.n:
             return False
         elif p.n == last.n:  # the same step redrawn (postfix set, after a log line)
@@ -229,8 +232,10 @@ class Bar:
             self.flush()
             self.restart_at = None
             self._start(p)
+            self.moved += 1
         else:
             self.last = p
+            self.moved += 1
             win = self.win
             assert win is not None
             if p.e - win.e >= WINDOW * max(p.res, win.res):
@@ -266,14 +271,10 @@ class Bar:
             self._emit(last.line, last.n, dn + last.n - win.n, de + last.e - win.e)
         elif last.n > first.n:
             self._short(last, last.n - first.n, last.e - first.e)
-        elif last.n == last.total and last.n > 0 and last.e > 0 and self._fresh():
+        elif last.n == last.total and last.n > 0 and last.e > 0 and self.moved == 1:
             self.offset = self.restart_at or 0.0  # a finished bar seen only at its end
             self._short(last, last.n, last.e, WHOLE)
         self.first = self.last = self.win = self.pending = None
-
-    def _fresh(self) -> bool:
-        """The open stretch is a whole new bar seen once (not a stretch after another bar)."""
-        return self.first is self.last and (self.restart_at is not None or not self.rows)
 
     def _short(self, p: Point, dn: float, de: float, how: int = SHORTER) -> None:
         if de >= SHORT * p.res:
