@@ -78,6 +78,10 @@ def analyze_logs(
         cards_unknown=run.cards_unknown,
         warmup_rows=run.warmup_rows,
     )
+    if run.log_rate is not None:  # the log's own throughput, beside the one measured here
+        result.summary.log_throughput_samples_per_s, result.summary.log_throughput_source = (
+            run.log_rate
+        )
     # notes, not XP401: how the logs were read, the job output files
     result.read_warnings += [*run.notes, *base_notes, *(f"{p}: {_AUX_NOTE}" for p in job_files)]
     texts = [Path(p) for p in (*run.sources, *extra_text, *job_files)]

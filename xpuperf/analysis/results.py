@@ -220,6 +220,10 @@ class Summary:
             the whole job and the log does not state its card count (the per-card figures are
             then None: job / ranks would be the job's own figure); ``"card"`` when the rows are
             one card of a job of unknown size (the job figures are then None).
+        log_throughput_samples_per_s: the job's samples/s as the log itself prints it
+            (DeepSpeed ``SamplesPerSec``, NVIDIA BERT ``training_sequences_per_second``), None
+            when it prints none; ``log_throughput_source`` says what it is and how it checks
+            against the rows read.
     """
 
     ranks: int
@@ -243,6 +247,8 @@ class Summary:
     throughput_per_card_wallclock_tokens_per_s: float | None = None
     mfu: dict[str, float | int] | None = None
     cards_unknown: str | None = None
+    log_throughput_samples_per_s: float | None = None
+    log_throughput_source: str = ""
 
     def unknown_cards(self, which: str) -> None:
         """Blank the figures a world size would be needed for: ``"job"`` → the per-card

@@ -93,6 +93,8 @@ class ReadResult:
             every rank, one kept) — the job's figures are then unknown.
         warmup_rows: leading steps the log format marks as start-up
             (:attr:`~xpuperf.readers.formats.table.TextTable.warmup_rows`), 0 when none.
+        log_rate: (samples/s, what it is) — the job's throughput as a single log prints it
+            (:attr:`~xpuperf.readers.formats.table.TextTable.log_rate`), else None.
     """
 
     table: pd.DataFrame
@@ -104,6 +106,7 @@ class ReadResult:
     notes: list[str] = field(default_factory=list)
     cards_unknown: str | None = None
     warmup_rows: int = 0
+    log_rate: tuple[float, str] | None = None
 
     def problems(self) -> list[str]:
         """``warnings`` without the ``notes``: skipped rows and files, mismatches (XP401)."""
@@ -374,6 +377,7 @@ def read_logs(
         read_notes,
         unknown,
         int(getattr(parts[0].raw, "warmup_rows", 0)) if len(parts) == 1 else 0,
+        getattr(parts[0].raw, "log_rate", None) if len(parts) == 1 else None,
     )
 
 

@@ -42,7 +42,12 @@ def throughput_rows(s: Any) -> list[tuple[str, str]]:
     if med is not None:
         rows.append(("median-step throughput", f"{med[0]} ({med[1]}a typical step)"))
     rows += _token_rows(s, span, src)
-    if unknown in UNKNOWN_ROWS and (wall or med or has_tokens):
+    said = getattr(s, "log_throughput_samples_per_s", None)
+    if said is not None:
+        card = f"; {_num(said / s.ranks)} per card" if s.ranks > 1 and not unknown else ""
+        rows.append(("as the log prints it",
+                     f"{_num(said)} samples/s{card} ({s.log_throughput_source})"))  # fmt: skip
+    if unknown in UNKNOWN_ROWS and (wall or med or has_tokens or said is not None):
         rows.append(UNKNOWN_ROWS[unknown])
     mfu = getattr(s, "mfu", None)
     if mfu:
@@ -94,3 +99,8 @@ def _rate(s: Any, what: str, unknown: str | None, unit: str, fmt: str) -> tuple[
         return None
     aside = "job; " if unknown == "job" or card is None else f"{card:{fmt}} per card; "
     return f"{job:{fmt}} {unit}/s", aside
+
+
+def _num(x: float) -> str:
+    """A rate as printed: one decimal from 100 up, else four significant digits (7.459)."""
+    return f"{x:,.1f}" if abs(x) >= 100 else f"{x:.4g}"

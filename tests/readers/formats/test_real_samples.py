@@ -248,7 +248,12 @@ def test_mlperf_09_bert_eval_points() -> None:
     r = read_logs([one("formats_mlperf", "09")])
     assert r.table["step"].max() == 1026
     assert r.job_level_cards == 64  # 'NN: ' srun -l prefixes 0…63
-    assert len(r.table[r.table["rank"] == 0]) == 17  # 18 eval points, the first has none before
+    # 18 eval points; the first window runs from block_start (13.09 s for 57 steps: warm-up)
+    t0 = r.table[r.table["rank"] == 0]
+    assert len(t0) == 18
+    assert t0["step_time_s"].iloc[0] == pytest.approx((1621400061.051 - 1621400047.961) / 57)
+    # no global_batch_size event: 3,151,872 train_samples / 1,026 steps = 3,072, / 64 cards = 48
+    assert (t0["samples"] == 48).all()
     assert any("64 ranks print into this log" in w for w in r.warnings)
 
 

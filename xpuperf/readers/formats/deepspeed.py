@@ -16,8 +16,14 @@ steps are counted. The rank comes from ``rank=N``, ``[Rank N]`` or a launcher pr
 Columns: ``step``; ``rank``; ``forward_s``; ``backward_s`` = backward_inner (compute only);
 ``comm_s`` = backward_allreduce; ``optimizer_s`` = step; ``step_time_s`` = forward + backward +
 step — the time inside the timers: data loading and host work outside them are NOT included, and
-a note says so. ``SamplesPerSec``/``CurrSamplesPerSec`` are the GLOBAL train batch per second
-and are not used.
+a note says so.
+
+DeepSpeed's throughput timer prints the job's samples/s (rank 0 only): ``0/450,
+SamplesPerSec=7.46`` (epoch/step, 2020) or ``epoch=0/micro_step=8/global_step=8,
+RunningAvgSamplesPerSec=…, CurrSamplesPerSec=…`` (later). The running mean (over the steps since
+the timer's start step; samples = the GLOBAL batch) of the last such line is kept as the log's own
+throughput (``log_rate``), shown beside what the timer rows give; it does not fill ``samples``
+(the batch per step is not printed).
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ EXAMPLE = (
 _TIMER = re.compile(r"(?:^|\s|\|)time \(ms\) \|\s*(forward|backward|step)\w*:")
 _RANK = re.compile(r"\brank=(\d+)|\[Rank (\d+)\]")
 _STEP = re.compile(r"\bglobal_step=(\d+)|\[Rank \d+\] step=(\d+)")
+_RATE = re.compile(
+    r"(?:(\d+)/(\d+), |global_step=(\d+), Running(?:Avg)?)SamplesPerSec=([\d.eE+-]+)"
+)
 _GLOBAL = ("forward", "backward", "step")
 _MICRO = ("forward_microstep", "backward_microstep", "step_microstep")
 NOTE = (
@@ -56,7 +65,12 @@ def read(src: Source) -> TextTable:
     last_step: dict[tuple[str, int], float] = {}
     announced: dict[int, float] = {}
     bad: list[int] = []
+    rate: tuple[float, str] | None = None
     for n, tag, text in console.iter_lines(src, bad):
+        if "SamplesPerSec=" in text and (m := _RATE.search(text)):
+            at = f"global_step {m.group(3)}" if m.group(3) else f"{m.group(1)}/{m.group(2)}"
+            rate = (as_float(m.group(4)), f"DeepSpeed SamplesPerSec at {at}, line {n}: the "
+                    "job's running mean since the timer's start step")  # fmt: skip
         if "step" in text and ("global_step=" in text or "] step=" in text):
             m = _STEP.search(text)
             if m:
@@ -81,7 +95,9 @@ def read(src: Source) -> TextTable:
     use.drops.update(rows["global"].drops)
     use.undecodable(bad)
     use.notes.append(NOTE)
-    return use.table(src, "DeepSpeed 'time (ms) | forward: …' timer line", EXAMPLE)
+    out = use.table(src, "DeepSpeed 'time (ms) | forward: …' timer line", EXAMPLE)
+    out.log_rate = rate if rate is not None and rate[0] > 0 else None
+    return out
 
 
 def _rank(text: str, tag: int | None) -> int:

@@ -48,6 +48,9 @@ class TextTable(RawTable):
         warmup_rows: leading rows the format itself marks as start-up (the first MLPerf
             block: graph compilation and the first pass over the data); the analysis
             excludes them when ``--warmup`` is not given and its own detection finds fewer.
+        log_rate: the job's throughput as the log itself prints it (samples/s: DeepSpeed
+            ``SamplesPerSec``, NVIDIA BERT ``training_sequences_per_second``) and a line saying
+            what it is and how it checks against the rows; None when the log prints none.
     """
 
     notes: list[str] = field(default_factory=list)
@@ -56,6 +59,7 @@ class TextTable(RawTable):
     sampled: bool = False
     one_of_many: int = 0
     warmup_rows: int = 0
+    log_rate: tuple[float, str] | None = None
 
 
 class Rows:
