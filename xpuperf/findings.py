@@ -65,7 +65,7 @@ CODES: dict[str, str] = {
     "XP403": "ranks with missing steps",
     "XP404": "warm-up steps excluded",
     "XP405": "too few steps for a confident verdict",
-    "XP501": "card's NIC is on another socket (NUMA node)",
+    "XP501": "card's NIC is on another NUMA node",
     "XP502": "NIC shared by more than 2 cards",
     "XP503": "cards without NUMA affinity",
     "XP504": "non-uniform intra-node links",

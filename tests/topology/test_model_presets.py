@@ -123,7 +123,7 @@ def test_nic_across_socket_caps_network_path() -> None:
     node = Node("h", devs, nics=(Nic("n0", 400.0, 1, (0,)),), pcie_bw_GBps=48.0, sys_bw_GBps=22.0)
     bw, via, assumed = node.card_net_bw_GBps(0)
     assert bw == 22.0
-    assert "across sockets" in via
+    assert "across NUMA nodes 0→1" in via
     assert not assumed
 
 

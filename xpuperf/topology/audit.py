@@ -49,8 +49,9 @@ def check(cluster: Cluster) -> list[Finding]:
         out += _nic_numa(node, where)
         out += _nic_sharing(node, where)
         out += _numa_unknown(node, where)
-        out += _link_uniformity(node, where)
-        out += _link_groups(node, where)
+        if node.links_known:  # else which pairs are linked is not in the input: not checked
+            out += _link_uniformity(node, where)
+            out += _link_groups(node, where)
         if multi:
             out += _nic_unassigned(node, where)
         out += _nic_speed_unknown(node, where)
@@ -83,17 +84,27 @@ def _nic_numa(node: Node, where: str) -> list[Finding]:
         _f(
             "XP501",
             Severity.WARNING,
-            f"{where}: {len(far)} card(s) reach the network through a NIC on another socket "
+            f"{where}: {len(far)} card(s) reach the network through a NIC on another NUMA node "
             f"({pairs}); threshold: the NIC on the card's own NUMA node. Traffic crosses the "
-            f"inter-socket link ({node.sys_bw_GBps:g} GB/s); cross-NUMA NICs halved multi-node "
-            "busbw on a 2-node H100 cluster (nccl-tests #347).",
+            f"link between NUMA nodes ({_fig(node, 'sys_bw_GBps')}); cross-NUMA NICs halved "
+            "multi-node busbw on a 2-node H100 cluster (nccl-tests #347).",
             len(far),
             0,
             "use a NIC on the card's NUMA node (NCCL_CROSS_NIC=0, NCCL_IB_HCA ordering) or move "
-            "the card or NIC so each card has a NIC under its own socket.",
+            "the card or NIC so each card has a NIC on its own NUMA node.",
             cards=[c for c, *_ in far],
         )
     ]
+
+
+def _as(assumed: bool) -> str:
+    return " (assumed: not in the input)" if assumed else ""
+
+
+def _fig(node: Node, name: str) -> str:
+    """``10 GB/s`` or ``10 GB/s, assumed: not in the input`` for a node figure."""
+    text = f"{getattr(node, name):g} GB/s"
+    return f"{text}, assumed: not in the input" if name in node.assumed else text
 
 
 def _nic_sharing(node: Node, where: str) -> list[Finding]:
@@ -131,7 +142,7 @@ def _numa_unknown(node: Node, where: str) -> list[Finding]:
             Severity.INFO,
             f"{where}: {len(cards)} of {len(node.devices)} cards have no NUMA affinity "
             f"(cards {format_cpus(cards)}); threshold: 0. Data workers and pinned buffers cannot "
-            "be checked against the card's socket (correct binding is typically worth 1–10%).",
+            "be checked against the card's NUMA node (correct binding is typically worth 1–10%).",
             len(cards),
             0,
             "give numa_node per card (or import `nvidia-smi topo -m` run outside a cgroup), then "
@@ -155,8 +166,9 @@ def _link_uniformity(node: Node, where: str) -> list[Finding]:
         _f(
             "XP504",
             Severity.WARNING,
-            f"{where}: card pairs range from {slow.bw_GBps:g} GB/s ({sa}-{sb}, {slow.via}) to "
-            f"{fast.bw_GBps:g} GB/s ({fa}-{fb}, {fast.via}), ratio {ratio:.2f}; threshold "
+            f"{where}: card pairs range from {slow.bw_GBps:g} GB/s{_as(slow.assumed)} ({sa}-{sb}, "
+            f"{slow.via}) to {fast.bw_GBps:g} GB/s{_as(fast.assumed)} ({fa}-{fb}, {fast.via}), "
+            f"ratio {ratio:.2f}; threshold "
             f"{MIN_LINK_RATIO}. A flat ring over the node runs at its slowest hop.",
             round(ratio, 4),
             MIN_LINK_RATIO,
@@ -265,9 +277,15 @@ def _rank_order(cluster: Cluster) -> list[Finding]:
     ]
 
 
+_NO_LINKS = (
+    "links between cards not in the input (which card pairs are joined directly): add "
+    "nvidia-smi topo -m, rocm-smi --showtopo, npu-smi info -t topo or an NCCL_TOPO_DUMP_FILE "
+    "of the host"
+)
+
 _CHECKS = (
     # name, title, codes, evidence test (node-level; None: always has evidence), missing text
-    ("topology.nic_numa", "NIC on each card's socket", ("XP501",),
+    ("topology.nic_numa", "NIC on each card's NUMA node", ("XP501",),
      lambda n: bool(n.nics) and any(d.numa_node is not None for d in n.devices),
      "no NICs or no NUMA node per card in the description (nvidia-smi topo -m run on the host "
      "lists both)"),
@@ -275,8 +293,11 @@ _CHECKS = (
      "no NICs in the description"),
     ("topology.numa_affinity", "NUMA affinity of every card", ("XP503",), None, ""),
     ("topology.link_uniformity", "uniform card-to-card links", ("XP504",),
-     lambda n: len(n.devices) >= 2, "fewer than 2 cards per node"),
-    ("topology.link_groups", "equal fast-link groups", ("XP505",), None, ""),
+     lambda n: len(n.devices) >= 2 and n.links_known,
+     lambda c: _NO_LINKS if any(not n.links_known for n in c.nodes)
+     else "fewer than 2 cards per node"),
+    ("topology.link_groups", "equal fast-link groups", ("XP505",), lambda n: n.links_known,
+     _NO_LINKS),
     ("topology.nic_assignment", "a NIC for every card", ("XP507",), lambda n: bool(n.nics),
      "no NICs in the description"),
     ("topology.nic_speed", "NIC speeds known", ("XP508",), lambda n: bool(n.nics),
@@ -298,7 +319,8 @@ def checks(cluster: Cluster, findings: list[Finding]) -> list[Check]:
         elif got:
             status, ev = CheckStatus.NOT_CHECKED, got[0].message.split(" Remedy:")[0]
         elif has is not None and not all(has(n) for n in cluster.nodes):
-            status, ev = CheckStatus.NOT_CHECKED, missing
+            status = CheckStatus.NOT_CHECKED
+            ev = missing(cluster) if callable(missing) else missing
         else:
             status, ev = CheckStatus.CLEAN, _clean_evidence(name, cluster)
         out.append(Check(name, title, status, ev, hit))
@@ -312,6 +334,8 @@ def _clean_evidence(name: str, cluster: Cluster) -> str:
         "topology.rank_order": f"{len(cluster.rank_slots)} ranks on {len(cluster.nodes)} node(s)",
         "topology.link_groups": "fast-link groups of equal size, or no fast links",
         "topology.numa_affinity": f"all {cards} card(s) have a NUMA node",
+        "topology.link_uniformity": f"{cards} card(s): in each node the slowest card pair gets "
+        f"at least {MIN_LINK_RATIO} of the fastest",
     }.get(
         name, f"{cards} card(s), {nics} NIC(s) on {len(cluster.nodes)} node(s) in the description"
     )

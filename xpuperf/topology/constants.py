@@ -133,3 +133,12 @@ def default_link_bw_GBps(
     if kind == "sys":
         return sys_bw_GBps
     return None
+
+
+NODE_FIGURES: tuple[str, ...] = ("links", "pcie_bw_GBps", "sys_bw_GBps")
+"""Node facts that may be missing from the input, named in :attr:`Node.assumed`: ``links`` (which
+card pairs are joined directly; without it every pair is taken to talk over PCIe),
+``pcie_bw_GBps`` and ``sys_bw_GBps`` (defaults from :mod:`xpuperf.topology.constants`)."""
+
+NETWORK_FIGURES: tuple[str, ...] = ("fabric", "switch_levels", "oversubscription", "latency_us")
+"""Network facts that may be missing from the input, named in :attr:`Network.assumed`."""

@@ -187,6 +187,17 @@ def with_card_models(cluster: Cluster, models: dict[int, str]) -> Cluster:
     return replace(cluster, nodes=(replace(node, devices=devices),))
 
 
+_NVIDIA = re.compile(
+    r"NVIDIA|TESLA|QUADRO|TITAN|GEFORCE|\bRTX\b|\b(?:[ABHLPTV]|GH|GB)\d{2,4}[A-Z]?\b", re.I
+)
+
+
+def is_nvidia(name: str) -> bool:
+    """True for a name that is an NVIDIA card's (``NVIDIA A100-SXM4-80GB``, ``Tesla V100``,
+    ``A100-SXM4``, ``H100``); False for ``Ascend910``, ``AMD Instinct MI210``, ``MXC500`` …"""
+    return bool(_NVIDIA.search(name))
+
+
 def is_consumer(name: str) -> bool:
     """True for a GeForce card (no PCIe peer-to-peer in NVIDIA's driver; NVIDIA/nccl#1309)."""
     return "GEFORCE" in name.upper()
@@ -254,6 +265,14 @@ def consumer_p2p(
     if not names:
         return Check("topology.consumer_p2p", title, CheckStatus.NOT_CHECKED, missing), []
     consumer = [n for n in names if is_consumer(n)]
+    other = [n for n in names if not is_nvidia(n)]
+    if not consumer and other:
+        return Check(
+            "topology.consumer_p2p", title, CheckStatus.NOT_CHECKED,
+            f"not applicable: cards {', '.join(other)} are not NVIDIA GPUs; the check is about "
+            "GeForce peer-to-peer under NCCL (HCCL, RCCL and other vendors' libraries have their "
+            "own rules)",
+        ), []  # fmt: skip
     if not consumer:
         return Check(
             "topology.consumer_p2p", title, CheckStatus.CLEAN,

@@ -23,7 +23,14 @@ import yaml
 
 from xpuperf.errors import InputError, read_hint
 from xpuperf.surrogates import clean_parsed
-from xpuperf.topology.model import FABRICS, LATENCY_US, Cluster, Network, Node
+from xpuperf.topology.model import (
+    FABRICS,
+    LATENCY_US,
+    NETWORK_FIGURES,
+    Cluster,
+    Network,
+    Node,
+)
 from xpuperf.topology.schema import (
     QUANTITIES,
     SCHEMA_ID,
@@ -302,8 +309,11 @@ def from_dict(
 
 def _network(ctx: Ctx, obj: Any) -> Network:
     if obj is None:
-        return Network()
+        return Network(assumed=frozenset(NETWORK_FIGURES))
     ctx.mapping(obj, "network", "network")
+    assumed = read_assumed(ctx, obj, "network", NETWORK_FIGURES)
+    given = {k.split("_")[0] if k.startswith("latency") else k for k in obj if obj[k] is not None}
+    assumed |= {f for f in NETWORK_FIGURES if f.removesuffix("_us") not in given}
     fabric = ctx.choice(ctx.text(obj, "fabric", "network", "fat-tree"), FABRICS, "network.fabric")
     levels = ctx.integer(obj, "switch_levels", "network", 1, 1)
     over = obj.get("oversubscription", 1)
@@ -322,7 +332,22 @@ def _network(ctx: Ctx, obj: Any) -> Network:
         ctx.fail("network.oversubscription", f"must be >= 1 (down:up ratio), got {oversub:g}")
     npl = ctx.integer(obj, "nodes_per_leaf", "network", 1)
     lat = ctx.qty(obj, "latency", "network", minimum_exclusive=False)
-    return Network(fabric, levels, oversub, npl, LATENCY_US["net"] if lat is None else lat)
+    lat = LATENCY_US["net"] if lat is None else lat
+    return Network(fabric, levels, oversub, npl, lat, frozenset(assumed))
+
+
+def read_assumed(ctx: Ctx, obj: dict[str, Any], path: str, allowed: tuple[str, ...]) -> set[str]:
+    """The ``assumed:`` list of a node or network entry (figures the input did not give; the JSON
+    view writes it so that a default reads back as a default)."""
+    raw = obj.get("assumed")
+    if raw is None:
+        return set()
+    out = set()
+    for i, item in enumerate(ctx.seq(raw, join(path, "assumed"))):
+        if not isinstance(item, str):
+            ctx.fail(f"{join(path, 'assumed')}[{i}]", f"expected a name, got {item!r}")
+        out.add(ctx.choice(item, allowed, f"{join(path, 'assumed')}[{i}]"))
+    return out
 
 
 def _placement(

@@ -31,6 +31,8 @@ from xpuperf.topology.constants import (
     LINK_KINDS,
     LINK_LATENCY_KIND,
     NET_GBPS_UNKNOWN_NIC,
+    NETWORK_FIGURES,
+    NODE_FIGURES,
     NVLINK_GBPS_PER_LINK,
     PCIE_GBPS_BY_GEN,
     PCIE_GEN6_X16_RAW_GBPS,
@@ -47,7 +49,9 @@ __all__ = [  # the constants are re-exported: callers may import them from here
     "LATENCY_US",
     "LINK_KINDS",
     "LINK_LATENCY_KIND",
+    "NETWORK_FIGURES",
     "NET_GBPS_UNKNOWN_NIC",
+    "NODE_FIGURES",
     "NVLINK_GBPS_PER_LINK",
     "PCIE_GBPS_BY_GEN",
     "PCIE_GEN6_X16_RAW_GBPS",
@@ -161,8 +165,10 @@ class Node:
     """One host: its cards, NUMA nodes, NICs, PCIe switches and card-to-card links.
 
     ``pcie_bw_GBps`` is the usable bandwidth of one card's or NIC's PCIe slot; ``sys_bw_GBps`` that
-    of the inter-socket link. Cards without a direct :class:`Link` talk through PCIe (same NUMA
-    node or unknown) or across sockets (kind ``sys``).
+    of the link between NUMA nodes (inter-socket UPI / Infinity Fabric). Cards without a direct
+    :class:`Link` talk through PCIe (same NUMA node or unknown) or across NUMA nodes (kind
+    ``sys``). ``assumed``: the :data:`NODE_FIGURES` the input did not give (defaults stand in;
+    paths that rest on them are :attr:`Path.assumed`); not part of equality.
     """
 
     name: str
@@ -173,10 +179,23 @@ class Node:
     pcie_switches: tuple[PcieSwitch, ...] = ()
     pcie_bw_GBps: float = DEFAULT_PCIE_GBPS  # noqa: N815 (unit in the name, style.md rule 8)
     sys_bw_GBps: float = DEFAULT_SYS_GBPS  # noqa: N815 (unit in the name, style.md rule 8)
+    assumed: frozenset[str] = field(default=frozenset(), compare=False)
 
     def __post_init__(self) -> None:
         for name in ("devices", "numa_nodes", "nics", "links", "pcie_switches"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "assumed", frozenset(self.assumed))
+
+    @property
+    def links_known(self) -> bool:
+        """True when the input said which card pairs are directly linked."""
+        return "links" not in self.assumed
+
+    def _figure_assumed(self, kind: str) -> bool:
+        """True when the node's figure for a ``pcie`` or ``sys`` path is a default."""
+        if kind == "sys":
+            return bool({"pcie_bw_GBps", "sys_bw_GBps"} & self.assumed)
+        return "pcie_bw_GBps" in self.assumed
 
     @cached_property
     def _devices(self) -> dict[int, Device]:
@@ -230,7 +249,10 @@ class Node:
         link = self.link(a, b)
         if link is not None:
             bw = self.link_bw_GBps(link)
-            assumed = bw is None
+            assumed = bw is None or (
+                link.bw_GBps is None and link.kind in ("pcie", "sys") and
+                self._figure_assumed(link.kind)
+            )  # fmt: skip
             if bw is None:
                 bw = self.pcie_bw_GBps
             lat = link.latency_us
@@ -240,18 +262,21 @@ class Node:
             if link.kind == "pcie" and da.pcie_switch and da.pcie_switch == db.pcie_switch:
                 via = f"pcie switch {da.pcie_switch}"
             return Path(link.kind, bw, lat, via, assumed)
+        guess = not self.links_known  # a direct link may exist that the input does not show
         if da.numa_node is not None and db.numa_node is not None and da.numa_node != db.numa_node:
             return Path(
                 "sys",
                 min(self.pcie_bw_GBps, self.sys_bw_GBps),
                 LATENCY_US["pcie"],
-                f"pcie across sockets (NUMA {da.numa_node}→{db.numa_node})",
+                f"pcie across NUMA nodes {da.numa_node}→{db.numa_node}",
+                guess or self._figure_assumed("sys"),
             )
         if da.pcie_switch is not None and da.pcie_switch == db.pcie_switch:
             via = f"pcie switch {da.pcie_switch}"
         else:
             via = "pcie via host bridge"
-        return Path("pcie", self.pcie_bw_GBps, LATENCY_US["pcie"], via)
+        assumed = guess or self._figure_assumed("pcie")
+        return Path("pcie", self.pcie_bw_GBps, LATENCY_US["pcie"], via, assumed)
 
     def nic_bw_per_card_GBps(self) -> dict[int, float | None]:
         """NIC bandwidth available to each card, GB/s: its NIC's speed / cards sharing that NIC.
@@ -292,125 +317,20 @@ class Node:
             via = "shared NICs"
         else:
             raise ValueError(f"node {self.name} has no NIC")
-        bw = min(bw, self.pcie_bw_GBps)
+        if self.pcie_bw_GBps < bw:
+            bw, assumed = self.pcie_bw_GBps, assumed or self._figure_assumed("pcie")
         if (
             nic is not None
             and nic.numa_node is not None
             and dev.numa_node is not None
             and nic.numa_node != dev.numa_node
         ):
-            bw = min(bw, self.sys_bw_GBps)
-            via += f" across sockets (NUMA {dev.numa_node}→{nic.numa_node})"
+            if self.sys_bw_GBps < bw:
+                bw, assumed = self.sys_bw_GBps, assumed or self._figure_assumed("sys")
+            via += f" across NUMA nodes {dev.numa_node}→{nic.numa_node}"
         return bw, via, assumed
 
 
-@dataclass(frozen=True)
-class Network:
-    """The inter-node network.
-
-    Attributes:
-        fabric: one of :data:`FABRICS`.
-        switch_levels: switch tiers between nodes (1 = one leaf layer).
-        oversubscription: down:up bandwidth ratio of the leaf switches (1.0 = non-blocking).
-        nodes_per_leaf: nodes under one leaf switch (None: unknown; with more than one level
-            every inter-node path is then assumed to cross the oversubscribed uplinks).
-        latency_us: end-to-end network latency, µs (default NCCL's 2.7 µs, formulas.md §2).
-    """
-
-    fabric: str = "fat-tree"
-    switch_levels: int = 1
-    oversubscription: float = 1.0
-    nodes_per_leaf: int | None = None
-    latency_us: float = LATENCY_US["net"]
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """Nodes, the network between them and the rank placement.
-
-    Attributes:
-        nodes: the hosts, in rank order for node-major placement.
-        network: :class:`Network`.
-        placement: None for node-major (ranks fill node 0's cards in index order, then node 1…),
-            or one ``(node position, device index)`` per rank.
-        world_size: number of ranks (None: every slot).
-        name: optional label.
-    """
-
-    nodes: tuple[Node, ...]
-    network: Network = field(default_factory=Network)
-    placement: tuple[tuple[int, int], ...] | None = None
-    world_size: int | None = None
-    name: str | None = None
-
-    @cached_property
-    def slots(self) -> tuple[tuple[int, int], ...]:
-        """Every card as (node position, device index), node-major."""
-        return tuple((i, d.index) for i, n in enumerate(self.nodes) for d in n.devices)
-
-    @cached_property
-    def rank_slots(self) -> tuple[tuple[int, int], ...]:
-        """(node position, device index) of each rank, in rank order."""
-        if self.placement is not None:
-            return self.placement
-        n = len(self.slots) if self.world_size is None else self.world_size
-        return self.slots[:n]
-
-    @property
-    def n_ranks(self) -> int:
-        """Number of ranks."""
-        return len(self.rank_slots)
-
-    def slot(self, rank: int) -> tuple[Node, Device]:
-        """(node, device) of a rank; ValueError if the rank does not exist."""
-        if not 0 <= rank < self.n_ranks:
-            raise ValueError(f"rank {rank} out of range 0..{self.n_ranks - 1}")
-        ni, di = self.rank_slots[rank]
-        node = self.nodes[ni]
-        return node, node.device(di)
-
-    def _leaf(self, node_pos: int) -> int:
-        npl = self.network.nodes_per_leaf
-        return node_pos // npl if npl else 0
-
-    def _crosses_uplinks(self, pa: int, pb: int, nic_a: int, nic_b: int) -> bool:
-        net = self.network
-        if net.fabric == "single-switch" or net.switch_levels <= 1:
-            return False
-        if net.fabric == "rail":
-            return nic_a != nic_b or (
-                net.nodes_per_leaf is not None and self._leaf(pa) != self._leaf(pb)
-            )
-        if net.nodes_per_leaf is None:
-            return True
-        return self._leaf(pa) != self._leaf(pb)
-
-    def path(self, rank_a: int, rank_b: int) -> Path:
-        """Path between two ranks: kind, bottleneck bandwidth (GB/s) and latency (µs).
-
-        Same node: :meth:`Node.path`. Different nodes: the smaller of the two cards'
-        :meth:`Node.card_net_bw_GBps`, divided by the oversubscription when the path crosses the
-        leaf uplinks; latency is the network's ``latency_us``.
-        """
-        (pa, ia), (pb, ib) = self.rank_slots[rank_a], self.rank_slots[rank_b]
-        self.slot(rank_a), self.slot(rank_b)  # range checks
-        if pa == pb:
-            return self.nodes[pa].path(ia, ib)
-        na, nb = self.nodes[pa], self.nodes[pb]
-        bwa, via_a, asa = na.card_net_bw_GBps(ia)
-        bwb, via_b, asb = nb.card_net_bw_GBps(ib)
-        bw = min(bwa, bwb)
-        via = f"{na.name}:{ia} {via_a} → {nb.name}:{ib} {via_b}"
-        if self._crosses_uplinks(pa, pb, _nic_pos(na, ia), _nic_pos(nb, ib)):
-            bw /= max(1.0, self.network.oversubscription)
-            if self.network.oversubscription > 1:
-                via += f", uplinks {self.network.oversubscription:g}:1 oversubscribed"
-        return Path("net", bw, self.network.latency_us, via, asa or asb)
-
-
-def _nic_pos(node: Node, index: int) -> int:
-    name = node.device(index).nic
-    for i, n in enumerate(node.nics):
-        if n.name == name:
-            return i
-    return -1
+# Network and Cluster live in .cluster (which imports nothing from here at import time); they are
+# re-exported so that every part of the model can be imported from this module.
+from xpuperf.topology.cluster import Cluster, Network  # noqa: E402

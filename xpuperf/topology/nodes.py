@@ -15,10 +15,11 @@ from typing import Any
 
 from xpuperf.topology import build
 from xpuperf.topology.build import NIC_PCIE_TOLERANCE
-from xpuperf.topology.loader import Ctx, join
+from xpuperf.topology.loader import Ctx, join, read_assumed
 from xpuperf.topology.model import (
     DEFAULT_SYS_GBPS,
     LINK_KINDS,
+    NODE_FIGURES,
     PCIE_GBPS_BY_GEN,
     PCIE_GEN6_X16_RAW_GBPS,
     Device,
@@ -99,7 +100,15 @@ def _node(ctx: Ctx, obj: dict[str, Any], path: str) -> Node:
         if gen not in PCIE_GBPS_BY_GEN:
             ctx.fail(join(path, "pcie_gen"), f"must be one of {sorted(PCIE_GBPS_BY_GEN)}")
         pcie = PCIE_GBPS_BY_GEN[gen]
-    sys_bw = ctx.qty(obj, "sys_bw", path) or DEFAULT_SYS_GBPS
+    assumed = read_assumed(ctx, obj, path, NODE_FIGURES)
+    if gen is None and pcie is None:
+        assumed.add("pcie_bw_GBps")
+    sys_bw = ctx.qty(obj, "sys_bw", path)
+    if sys_bw is None:
+        sys_bw = DEFAULT_SYS_GBPS
+        assumed.add("sys_bw_GBps")
+    if "links" not in obj:
+        assumed.add("links")
     numa = _numa_nodes(ctx, obj.get("numa_nodes"), join(path, "numa_nodes"))
     if "devices" not in obj:
         ctx.fail(join(path, "devices"), "missing; give a count (devices: 8) or a list")
@@ -114,7 +123,7 @@ def _node(ctx: Ctx, obj: dict[str, Any], path: str) -> Node:
         for i, n in enumerate(ctx.seq(obj.get("nics", []), join(path, "nics")))
     ]
     pcie = pcie or build.infer_pcie_GBps(nics)
-    node = Node("", tuple(devices), numa, tuple(nics), (), tuple(switches), pcie, sys_bw)
+    node = Node("", tuple(devices), numa, tuple(nics), (), tuple(switches), pcie, sys_bw, assumed)
     node = _reconcile(ctx, node, path)
     links = _links(ctx, node, obj.get("links", []), join(path, "links"))
     return build.assign_nearest_nics(replace(node, links=links))

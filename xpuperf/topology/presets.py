@@ -30,6 +30,8 @@ from dataclasses import replace
 
 from xpuperf.topology import build
 from xpuperf.topology.model import (
+    NETWORK_FIGURES,
+    NODE_FIGURES,
     PCIE_GBPS_BY_GEN,
     SYS_GBPS,
     Cluster,
@@ -241,7 +243,9 @@ def generic(
 ) -> Cluster:
     """``nodes`` × ``cards_per_node`` cards, ``nics_per_node`` NICs of ``nic_speed_Gbps`` each,
     cards spread over the NICs in contiguous blocks; no NUMA or link information (pairs talk over
-    PCIe of the smallest generation that carries the NIC). Raises ValueError for counts < 1."""
+    PCIe of the smallest generation that carries the NIC). Links, PCIe and inter-socket figures
+    and the network are marked ``assumed`` (the options do not give them). Raises ValueError for
+    counts < 1."""
     if nodes < 1 or cards_per_node < 1 or nics_per_node < 1:
         raise ValueError("nodes, cards per node and NICs per node must be >= 1")
     if nodes > 100_000 or cards_per_node > 4096 or nodes * cards_per_node > MAX_CARDS:
@@ -251,9 +255,11 @@ def generic(
         )
     devs = tuple(Device(i, model, peak_tflops) for i in range(cards_per_node))
     nics = build.nics_for([f"nic{i}" for i in range(nics_per_node)], nic_speed_Gbps)
-    node = Node("node", devs, nics=nics, pcie_bw_GBps=build.infer_pcie_GBps(nics))
+    node = Node("node", devs, nics=nics, pcie_bw_GBps=build.infer_pcie_GBps(nics),
+                assumed=frozenset(NODE_FIGURES))  # fmt: skip
     template = build.assign_nearest_nics(node)
-    return Cluster(tuple(_rename(template, f"node-{i}") for i in range(nodes)), name="generic")
+    nodes_ = tuple(_rename(template, f"node-{i}") for i in range(nodes))
+    return Cluster(nodes_, Network(assumed=frozenset(NETWORK_FIGURES)), name="generic")
 
 
 def _rename(node: Node, name: str) -> Node:

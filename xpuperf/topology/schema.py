@@ -160,6 +160,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "oversubscription",
         "nodes_per_leaf",
         "latency",
+        "assumed",
     ),
     "node": (
         "name",
@@ -173,6 +174,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "pcie_gen",
         "pcie_bw",
         "sys_bw",
+        "assumed",
     ),
     "devices_shorthand": ("count", "model", "peak_tflops", "numa_node", "nic", "pcie_switch"),
     "device": ("index", "model", "peak_tflops", "numa_node", "nic", "pcie_switch"),

@@ -21,13 +21,14 @@ dict back into an equal Cluster.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import asdict
 from itertools import combinations
 from typing import Any
 
 from xpuperf.topology.build import format_cpus
-from xpuperf.topology.model import Cluster, Node
+from xpuperf.topology.model import Cluster, Network, Node
 from xpuperf.topology.schema import SCHEMA_ID
 
 
@@ -41,7 +42,7 @@ def to_json_dict(cluster: Cluster) -> dict[str, Any]:
         "name": cluster.name,
         "ranks": cluster.world_size,
         "placement": placement,
-        "network": asdict(cluster.network),
+        "network": {**asdict(cluster.network), "assumed": sorted(cluster.network.assumed)},
         "nodes": [_node(n) for n in cluster.nodes],
     }
     return out
@@ -52,6 +53,7 @@ def _node(node: Node) -> dict[str, Any]:
         "name": node.name,
         "pcie_bw_GBps": node.pcie_bw_GBps,
         "sys_bw_GBps": node.sys_bw_GBps,
+        "assumed": sorted(node.assumed),
         "numa_nodes": [
             {
                 "id": n.id,
@@ -74,7 +76,7 @@ def _node(node: Node) -> dict[str, Any]:
 def _shape(node: Node) -> tuple:
     """Everything but the name: nodes with the same shape are shown once."""
     return (node.devices, node.numa_nodes, node.nics, node.links, node.pcie_switches,
-            node.pcie_bw_GBps, node.sys_bw_GBps)  # fmt: skip
+            node.pcie_bw_GBps, node.sys_bw_GBps, node.assumed)  # fmt: skip
 
 
 def _ranges(ids: list[int]) -> str:
@@ -90,8 +92,7 @@ def describe(cluster: Cluster) -> list[str]:
     lines = [
         f"{title}: {n_nodes} node(s), {len(cluster.slots)} card slots, "
         f"{cluster.n_ranks} ranks ({'explicit placement' if cluster.placement else 'node-major'})",
-        f"network: {net.fabric}, {net.switch_levels} switch level(s), oversubscription "
-        f"{net.oversubscription:g}:1, latency {net.latency_us:g} µs",
+        _network_line(net),
     ]
     groups: dict[tuple, list[Node]] = defaultdict(list)
     for node in cluster.nodes:
@@ -102,24 +103,48 @@ def describe(cluster: Cluster) -> list[str]:
     return lines
 
 
+def _mark(text: str, assumed: bool) -> str:
+    return f"{text} (assumed)" if assumed else text
+
+
+def _network_line(net: Network) -> str:
+    """The network line; defaults that stand in for figures the input did not give say so."""
+    parts = [
+        (net.fabric, "fabric"),
+        (f"{net.switch_levels} switch level(s)", "switch_levels"),
+        (f"oversubscription {net.oversubscription:g}:1", "oversubscription"),
+        (f"latency {net.latency_us:g} µs", "latency_us"),
+    ]
+    if all(key in net.assumed for _, key in parts):
+        return "network: not in the input; assumed " + ", ".join(t for t, _ in parts)
+    return "network: " + ", ".join(_mark(t, key in net.assumed) for t, key in parts)
+
+
 def _describe_node(members: list[Node]) -> list[str]:
     node = members[0]
     names = node.name if len(members) == 1 else f"{node.name} … {members[-1].name}"
     models = sorted({d.model or "card" for d in node.devices})
     tf = {d.peak_tflops for d in node.devices} - {None}
     tf_txt = f", {next(iter(tf)):g} TFLOPS peak" if len(tf) == 1 else ""
+    pcie = _mark(f"PCIe {node.pcie_bw_GBps:g} GB/s", "pcie_bw_GBps" in node.assumed)
+    sys_bw = _mark(f"between NUMA nodes {node.sys_bw_GBps:g} GB/s", "sys_bw_GBps" in node.assumed)
     out = [
         f"node {names}" + (f" (×{len(members)})" if len(members) > 1 else "")
-        + f": {len(node.devices)} × {'/'.join(models)}{tf_txt}; PCIe {node.pcie_bw_GBps:g} GB/s, "
-        f"inter-socket {node.sys_bw_GBps:g} GB/s"
+        + f": {len(node.devices)} × {'/'.join(models)}{tf_txt}; {pcie}, {sys_bw}"
     ]  # fmt: skip
-    out.append("  links between cards:")
-    by_kind: dict[tuple[str, float], list[tuple[int, int]]] = defaultdict(list)
+    out.append(
+        "  links between cards:"
+        if node.links_known
+        else "  links between cards: not in the input; the model falls back to PCIe paths "
+        "(assumed):"
+    )
+    by_kind: dict[tuple[str, float, bool], list[tuple[int, int]]] = defaultdict(list)
     for a, b in combinations([d.index for d in node.devices], 2):
         p = node.path(a, b)
-        by_kind[(p.via, p.bw_GBps)].append((a, b))
-    for (via, bw), pairs in sorted(by_kind.items(), key=lambda kv: -kv[0][1]):
-        out.append(f"    {via:<34} {bw:>7.1f} GB/s  {_pairs_text(pairs)}")
+        via = re.sub(r" \d+→\d+$", "", p.via)  # one row for every pair across NUMA nodes
+        by_kind[(via, p.bw_GBps, p.assumed)].append((a, b))
+    for (via, bw, assumed), pairs in sorted(by_kind.items(), key=lambda kv: -kv[0][1]):
+        out.append(_mark(f"    {via:<34} {bw:>7.1f} GB/s  {_pairs_text(pairs)}", assumed))
     if not by_kind:
         out.append("    (one card)")
     out.append("  NUMA and NIC affinity:")

@@ -41,9 +41,15 @@ def test_01_ndv4_hand_written_file(read) -> None:
         assert node.nic(d.nic).pcie_switch == d.pcie_switch
         assert node.nic(d.nic).numa_node == d.numa_node
     assert node.device(0).nic == "0101:00:00.0"
-    assert node.link(0, 1).kind == "pcie"  # same switch
-    assert node.link(0, 2).kind == "sys"  # NUMA 1 vs 0
-    assert not [lk for lk in node.links if lk.kind == "nvlink"]  # the file names no NVLink
+    # no <gpu> element: the file does not say which cards NVLink joins (NCCL finds it at run
+    # time), so no link is recorded and every card-to-card path is marked assumed
+    assert not host.links_known
+    assert node.links == ()
+    assert "links" in node.assumed
+    assert any("no <gpu> element" in n for n in imp.notes)
+    p01, p02 = node.path(0, 1), node.path(0, 2)
+    assert (p01.kind, p01.via, p01.assumed) == ("pcie", "pcie switch ffff:ff:02.0", True)
+    assert (p02.kind, p02.assumed) == ("sys", True)  # NUMA 1 vs 0
 
 
 def test_02_ncv4_dump_self_targeted_nvlink(read) -> None:
@@ -57,8 +63,10 @@ def test_02_ncv4_dump_self_targeted_nvlink(read) -> None:
     assert host.nics["eth0"].speed_Gbps == 100.0
     assert host.nics["eth0"].numa_node == 0
     assert host.pcie_gen is None  # link_speed="" link_width="0"
+    assert host.links_known  # every card has a <gpu> element: no NVLink peer means none
     node = to_cluster(imp).nodes[0]
     assert all(node.link(a, b).kind == "sys" for a in range(4) for b in range(a + 1, 4))
+    assert node.assumed == {"pcie_bw_GBps", "sys_bw_GBps"}  # link_speed="", no inter-socket figure
     assert node.nic("eth0").cards == (0, 1, 2, 3)  # the only NIC is every card's nearest
 
 

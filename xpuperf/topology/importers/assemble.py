@@ -14,6 +14,10 @@ Inferences made here (each reported as a note):
 - a NUMA node's CPU list, when no tool lists it, is the CPU affinity of its cards, but only when
   every card has one and the cards of a node agree (otherwise a cgroup limited the lists);
 - a NIC's NUMA node is that of the cards the tool places on its NUMA node.
+
+A host whose files say nothing about which card pairs are joined directly (rank tables,
+``npu-smi info``, ``lstopo``, an NCCL XML without ``<gpu>`` elements) gets no ``links`` key, so
+the loader marks its links as not in the input (:attr:`~xpuperf.topology.model.Node.assumed`).
 """
 
 from __future__ import annotations
@@ -149,10 +153,11 @@ def _node(h: HostFacts, name: str, notes: list[str]) -> dict[str, Any]:
     ]
     out["pcie_switches"] = _switches(devices, nics, numa_of)
     out["nics"] = nics
-    out["links"] = [
-        {"a": lk.a, "b": lk.b, "kind": lk.kind, "count": lk.count, "bw_GBps": lk.bw_GBps}
-        for _, lk in sorted(h.links.items())
-    ]
+    if h.links_known:  # else no `links` key: the loader marks the node's links as assumed
+        out["links"] = [
+            {"a": lk.a, "b": lk.b, "kind": lk.kind, "count": lk.count, "bw_GBps": lk.bw_GBps}
+            for _, lk in sorted(h.links.items())
+        ]
     return out
 
 

@@ -73,6 +73,10 @@ class HostFacts:
         cpu_info: lscpu facts (``cpus``, ``sockets``, ``cores_per_socket``, ``threads_per_core``,
             ``model_name``), kept for reports; the model has no field for them.
         sources: the files these facts came from.
+        links_known: True when a source says which card pairs are joined directly (a link
+            matrix: ``nvidia-smi topo -m``, ``rocm-smi --showtopo``, an NCCL XML with ``<gpu>``
+            elements …); pairs without a link are then PCIe paths. False: ``links`` holds at most
+            the PCIe paths of the tree, and direct links are not in the input.
     """
 
     name: str | None = None
@@ -84,6 +88,7 @@ class HostFacts:
     distances: dict[tuple[int, int], int] = field(default_factory=dict)
     cpu_info: dict[str, Any] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
+    links_known: bool = False
 
     def device(self, index: int) -> DeviceFacts:
         """The card's facts, created empty on first use."""
@@ -189,6 +194,7 @@ def merge_hosts(a: HostFacts, b: HostFacts) -> HostFacts:
     out.pcie_gen = a.pcie_gen or b.pcie_gen
     out.distances = {**b.distances, **a.distances}
     out.cpu_info = {**b.cpu_info, **a.cpu_info}
+    out.links_known = a.links_known or b.links_known
     return out
 
 
@@ -248,6 +254,7 @@ def _copy(h: HostFacts) -> HostFacts:
         dict(h.distances),
         dict(h.cpu_info),
         list(h.sources),
+        h.links_known,
     )
 
 

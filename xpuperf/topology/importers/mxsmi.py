@@ -63,6 +63,7 @@ def parse(text: str, source: str = "<text>") -> Imported:
             dev.numa_node = int(numa)
         dev.cpu_affinity = m.cpus(card, "CPU Affinity", source)
     unknown, mx = [], 0
+    host.links_known = True  # the matrix gives every card pair
     for a, b, code in m.pairs("GPU", imp.notes, source):
         if code == "NA":
             unknown.append(f"{a}-{b}")

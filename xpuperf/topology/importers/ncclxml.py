@@ -25,7 +25,9 @@ the ``nvidia-smi`` order), their NUMA node and PCIe switch; NICs (``<net name>``
 id) with speed in Gb/s, NUMA node and switch; each NUMA node's CPUs from the mask; PCIe generation
 from ``link_speed`` (2.5/5/8/16/32/64 GT/s → Gen1–6); NVLink peers and counts (an NVSwitch target,
 class 0x068000, links every card that reaches it; a card whose ``nvlink target`` is its own bus id,
-a VM artefact, gets no peer). Pairs without NVLink are ``pcie`` on one NUMA node, ``sys`` across.
+a VM artefact, gets no peer). Pairs without NVLink are ``pcie`` on one NUMA node, ``sys`` across;
+when a card has no ``<gpu>`` element (hand-written ``NCCL_TOPO_FILE``, e.g. Azure NDv4) the file
+does not say which pairs NVLink joins, and the host's links are marked not known.
 Each card's NIC is one under its switch, else on its NUMA node (ties spread in blocks), else the
 host's only NIC; with several NICs and none near, it stays unknown (never guessed).
 
@@ -141,6 +143,7 @@ def _walk(
             ]  # fmt: skip
             gpus.append({"bus": bus, "numa": numa, "switch": switch, "links": links,
                          "dev": None if gpu is None else _int(gpu.get("dev"), "gpu dev", path),
+                         "described": gpu is not None,
                          "speed": child.get("link_speed") or ""})  # fmt: skip
         elif cls.startswith("0x02"):
             found = _nets(child, bus, numa, switch, path)
@@ -197,6 +200,16 @@ def _cards(host: HostFacts, gpus: list[dict], nics: list[NicFacts], path: str, n
             if key not in host.links and na is not None and nb is not None:
                 host.add_link(Link(key[0], key[1], "pcie" if na == nb else "sys"))
     _assign_nics(host, sorted(devs), list(host.nics.values()), notes, path)
+    host.links_known = all(g["described"] for g in gpus)
+    if gpus and not host.links_known:
+        bare = [d for g, d in zip(gpus, devs, strict=True) if not g["described"]]
+        from xpuperf.topology.build import format_cpus
+
+        notes.append(
+            f"{path}: cards {format_cpus(bare)} have no <gpu> element (a hand-written "
+            "NCCL_TOPO_FILE: NCCL finds NVLink itself at run time), so links between cards are "
+            "not in the input; import NCCL_TOPO_DUMP_FILE or nvidia-smi topo -m for them"
+        )
 
 
 def _assign_nics(

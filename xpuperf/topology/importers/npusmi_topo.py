@@ -55,6 +55,7 @@ def parse(text: str, source: str = "<text>") -> Imported:
     for card in m.cards:
         host.device(card).cpu_affinity = m.cpus(card, "CPU Affinity", source)
     seen: dict[str, int] = {}
+    host.links_known = True  # the matrix gives every card pair
     for a, b, code in m.pairs("NPU", imp.notes, source):
         seen[code] = seen.get(code, 0) + 1
         if code != "NA":

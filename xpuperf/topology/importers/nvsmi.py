@@ -122,6 +122,7 @@ def parse(text: str, source: str = "<text>") -> Imported:
         raise InputError(f"no row for {', '.join(missing)}", source, start + 1)
     code = _codes(rows, matrix, source)
     _links(host, gpus, code, source, imp.notes)
+    host.links_known = True  # the matrix gives every card pair
     _nearest_nics(host, gpus, nics, code, legend)
     _switches(host, gpus, nics, code, legend)
     return imp

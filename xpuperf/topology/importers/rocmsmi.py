@@ -75,6 +75,7 @@ def parse(text: str, source: str = "<text>") -> Imported:
             )
         if not section.startswith("link type"):
             continue
+        host.links_known = True  # the link type matrix gives every card pair
         for b, v in zip(cols, cells, strict=True):
             if a == b:
                 continue
