@@ -181,3 +181,17 @@ def pointed(exc: InputError, reader: str) -> InputError:
     if got is None or got[1] == reader or f"`{got[1]}" in exc.message:
         return exc  # not another kind, or the message already names the subcommand
     return InputError(f"not an input for `{reader}`: {_pointer(exc.path, *got)}", exc.path)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters at a word boundary, ending in ``…``; a
+    `command` in backticks is never cut: one that the limit falls inside is kept whole (it is
+    what the user copies) and the rest dropped."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    if cut.count("`") % 2:  # inside a command: keep it to its closing backtick
+        end = text.find("`", limit)
+        return text if end < 0 else text[: end + 1] + " …"
+    cut = cut[: cut.rfind(" ")] if " " in cut else cut
+    return cut.rstrip(" ,;:(") + " …"

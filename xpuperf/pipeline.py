@@ -24,7 +24,7 @@ from xpuperf.analysis.results import AnalyzeResult
 from xpuperf.errors import EmptyLogError, InputError
 from xpuperf.events import EventReport, scan_events
 from xpuperf.findings import Check, Finding
-from xpuperf.kinds import ANALYZE, WHAT_ANALYZE_READS, kind_of, other_kind
+from xpuperf.kinds import ANALYZE, WHAT_ANALYZE_READS, clip, kind_of, other_kind
 from xpuperf.readers import read_logs
 from xpuperf.readers.formats.pattern import NO_MATCH
 
@@ -273,10 +273,14 @@ def analyze_inputs(
                 continue
             aux.append(bad)
             kind = "NCCL debug log" if bad in nccl_set else "job output"
-            why = "" if exc.message.startswith("cannot tell the format") else f" ({exc.message})"
+            why = (
+                ""
+                if exc.message.startswith("cannot tell the format")
+                else f" ({clip(exc.message, 157)})"
+            )
             why = f" ({NO_MATCH})" if exc.message.startswith(NO_MATCH) else why
             notes.append(
-                f"{exc.path}: {kind} without step records{why[:160]}; read for NCCL lines and "
+                f"{exc.path}: {kind} without step records{why}; read for NCCL lines and "
                 "framework warnings only"
             )
 

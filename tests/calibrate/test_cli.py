@@ -89,7 +89,7 @@ def test_topology_flags_low_busbw(tmp_path):
     # 100 Gb/s = 12.5 GB/s, capped by the default PCIe slot (Gen3 x16, 12 GB/s, formulas.md §2)
     assert d["ceiling_GBps"] == pytest.approx(12.0)
     assert d["fraction"] == pytest.approx(3.11 / 12.0, rel=0.03)
-    assert any("another socket" in c for c in d["causes"])
+    assert any("another NUMA node" in c for c in d["causes"])
     assert "12 GB/s" in xp601[0].message
     assert "70%" in xp601[0].message
     res = _run(FILES["eks_efa_t4"], "--topology", topo, "--json", "-")

@@ -53,7 +53,8 @@ def test_healthy_plateau_against_its_link_is_clean():
     assert not [f for f in r.findings if f.code == "XP601"]
     c = _checks(r)["calibrate.busbw_vs_topology"]
     assert c.status == CheckStatus.CLEAN
-    assert "plateau 360 GB/s vs 371 GB/s" in c.evidence
+    assert "fit 360 GB/s vs 371 GB/s" in c.evidence  # the fit compared, the peak quoted first
+    assert "measured peak" in c.evidence
 
 
 def test_plateau_above_the_link_is_not_checked():

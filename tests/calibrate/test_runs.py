@@ -133,8 +133,9 @@ def test_per_run_checks_do_not_borrow_the_other_runs_findings():
     (f,) = [f for f in res.findings if f.code == "XP601"]
     assert f.data["run"] == "all_reduce_8_16_16_three_runs.txt:111"
     ev = _check(res, "calibrate.busbw_vs_topology").evidence
-    assert "three_runs.txt:63): plateau 48 GB/s vs 50 GB/s" in ev
-    assert "three_runs.txt:111): plateau 30 GB/s below 70% of 50 GB/s" in ev
+    assert "three_runs.txt:63): measured peak" in ev
+    assert "fit 48 GB/s vs 50 GB/s" in ev
+    assert "three_runs.txt:111): fit below 70% of 50 GB/s" in ev
 
 
 def test_rccl_tests_banner_before_nthread_starts_each_collective_run(tmp_path):

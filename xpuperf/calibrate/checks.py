@@ -5,12 +5,16 @@
   multi-node group, the sum over the NICs used on one node of min(NIC line rate, PCIe slot)
   (ring busbw is bounded by the node's outbound bandwidth); for one node, the slowest link of
   the ring over the used cards in index order (:meth:`Cluster.path`). Likely causes are named
-  from the topology (NIC on another socket, shared NIC) plus the usual software ones. A plateau
+  from the topology (NIC on another NUMA node, shared NIC) plus the usual software ones. A fit
   above 110 % of the ceiling did not run over it (:func:`.single.above_link`): ``not_checked``.
 - XP602 held-out (leave-one-out) busbw error above 15 % at ≥ 1 MiB, or latency floor above 25 %.
 - XP603 nccl-tests counted wrong elements or out-of-bounds values: the timings are suspect.
 - XP604 no latency-dominated size measured: ``latency_us`` is an extrapolation.
-- XP605 busbw still rising at the largest size: the plateau is an extrapolation.
+- XP605 busbw still rising at the largest sizes (the largest below 90 % of the fitted asymptote,
+  or the 3 largest sizes more than 2 % apart): the fitted plateau is an extrapolation.
+
+Headline figures are measured: the peak busbw the input printed, with its size; the fitted
+asymptote (``Fit.busbw_GBps``, the model's β) is named "fit" wherever it is shown.
 
 Every message states the value, the threshold and the remedy (docs/style.md rule 9).
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xpuperf.calibrate.fit import BW_TARGET, LAT_TARGET, MEASURED_SHARE, MIB, Fit
+from xpuperf.calibrate.fit_model import PLATEAU_FLAT, PLATEAU_SIZES
 from xpuperf.calibrate.nccltests import TableInfo
 from xpuperf.calibrate.single import ABOVE_LINK, Link, above_link
 from xpuperf.findings import Check, CheckStatus, Finding, Severity
@@ -66,6 +71,34 @@ def rerun(fit: Fit, what: str) -> str:
 
 def _gb(x: float) -> str:
     return f"{x:.3g} GB/s"
+
+
+def size_text(n: int) -> str:
+    """``4294967296`` → ``4 GiB``; ``3000`` → ``3000 B``."""
+    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << k:
+            return f"{n / (1 << k):g} {unit}"
+    return f"{n} B"
+
+
+def peak_text(fit: Fit) -> str:
+    """``measured peak 43.81 GB/s at 4 GiB (line 593), fit 45 GB/s``: the measured figure first,
+    the fitted asymptote named as such."""
+    bw, size = fit.peak()
+    line = f", line {fit.peak_line}" if fit.peak_line else ""
+    return f"measured peak {bw:g} GB/s ({size_text(size)}{line}), fit {_gb(fit.busbw_GBps)}"
+
+
+def plateau_text(fit: Fit) -> str:
+    """How the plateau criterion judged the largest sizes."""
+    _, spread, tail = fit.plateau()
+    crit = f"criterion: the {PLATEAU_SIZES} largest sizes within {PLATEAU_FLAT:.0%}"
+    if len(tail) < PLATEAU_SIZES:
+        return f"fewer than {PLATEAU_SIZES} sizes ({crit})"
+    bws = " → ".join(f"{v:.4g}" for v in tail["measured_busbw_GBps"])
+    lo, hi = (size_text(int(tail["size_bytes"].iloc[i])) for i in (0, -1))
+    sizes = f"{lo}–{hi}"
+    return f"{bws} GB/s over {sizes}, {spread:.1%} apart ({crit})"
 
 
 def fit_findings(fit: Fit) -> list[Finding]:
@@ -124,16 +157,24 @@ def fit_findings(fit: Fit) -> list[Finding]:
                 {**key, "largest_busbw_GBps": float(last["measured_busbw_GBps"])},
             )
         )
-    elif last["measured_busbw_GBps"] < RISING_FRACTION * fit.busbw_GBps:
+    elif last["measured_busbw_GBps"] < RISING_FRACTION * fit.busbw_GBps or not fit.plateau()[0]:
+        far = last["measured_busbw_GBps"] < RISING_FRACTION * fit.busbw_GBps
         out.append(
             Finding(
                 "XP605",
                 Severity.INFO,
-                f"{_label(fit)}: busbw at the largest size ({int(last['size_bytes']):,} B) is "
-                f"{_gb(last['measured_busbw_GBps'])}, below {RISING_FRACTION:.0%} of the fitted "
-                f"plateau {_gb(fit.busbw_GBps)}: the plateau is extrapolated; "
-                f"{rerun(fit, 'large')}.",
-                {**key, "largest_busbw_GBps": float(last["measured_busbw_GBps"])},
+                f"{_label(fit)}: busbw still rising at the largest sizes: {plateau_text(fit)}"
+                + (f"; the largest is below {RISING_FRACTION:.0%} of the fit" if far else "")
+                + f"; {peak_text(fit)}: the fitted asymptote lies above anything measured (an "
+                f"extrapolation); {rerun(fit, 'large')}.",
+                {
+                    **key,
+                    "largest_busbw_GBps": float(last["measured_busbw_GBps"]),
+                    "peak_busbw_GBps": fit.peak()[0],
+                    "fit_busbw_GBps": fit.busbw_GBps,
+                    "spread": fit.plateau()[1],
+                    "threshold": PLATEAU_FLAT,
+                },
             )
         )
     return out
@@ -197,7 +238,7 @@ def ceiling(fit: Fit, cluster: Cluster) -> tuple[float, str, list[str]] | None:
                 and nic.numa_node != d.numa_node
             ):
                 causes.append(
-                    f"card {d.index} on {node.name} uses NIC {nic.name} on another socket "
+                    f"card {d.index} on {node.name} uses NIC {nic.name} on another NUMA node "
                     f"(NUMA {d.numa_node}→{nic.numa_node})"
                 )
         if best is None or total < best[0]:
@@ -232,7 +273,7 @@ def _plateau_findings(fit: Fit, ceil: float, what: str, named: list[str]) -> lis
         Finding(
             "XP601",
             Severity.WARNING,
-            f"{_label(fit)}: busbw plateau {_gb(fit.busbw_GBps)} is {frac:.0%} of the "
+            f"{_label(fit)}: busbw {peak_text(fit)}: the fit is {frac:.0%} of the "
             f"{_gb(ceil)} {what}; threshold {PLATEAU_FRACTION:.0%}). "
             f"Likely causes: {'; '.join(named) if named else 'links slower than described'}. "
             "Check with NCCL_DEBUG=INFO which transport each channel uses.",
@@ -242,6 +283,7 @@ def _plateau_findings(fit: Fit, ceil: float, what: str, named: list[str]) -> lis
                 "nodes": fit.nodes,
                 "run": fit.run,
                 "busbw_GBps": fit.busbw_GBps,
+                "peak_busbw_GBps": fit.peak()[0],
                 "ceiling_GBps": ceil,
                 "fraction": frac,
                 "causes": named,
@@ -294,10 +336,12 @@ def fit_checks(
             else (CheckStatus.CLEAN, f"{lab}: latency floor {fit.latency_us:.3g} µs measured")
         )
         rise.append(
-            (CheckStatus.NOT_CHECKED, f"{lab}: busbw still rising at the largest size")
+            (CheckStatus.NOT_CHECKED, f"{lab}: busbw still rising: {plateau_text(fit)}; "
+             f"{peak_text(fit)} (extrapolated)")
             if has("XP605", fit)
-            else (CheckStatus.CLEAN, f"{lab}: plateau {_gb(fit.busbw_GBps)} reached")
-        )
+            else (CheckStatus.CLEAN, f"{lab}: plateau reached: {plateau_text(fit)}; "
+                  f"{peak_text(fit)}")
+        )  # fmt: skip
         got = ceiling(fit, cluster) if cluster is not None else None
         if cluster is None and link is not None:
             got = (link.bw_GBps, f"{link.label}, --link")
@@ -305,7 +349,7 @@ def fit_checks(
             topo.append(
                 (
                     CheckStatus.NOT_CHECKED,
-                    f"{lab}: plateau {_gb(fit.busbw_GBps)} vs {_gb(got[0])} ({got[1]}): "
+                    f"{lab}: {peak_text(fit)} vs {_gb(got[0])} ({got[1]}): "
                     + above_link(fit.nodes),
                 )
             )
@@ -328,15 +372,15 @@ def fit_checks(
             topo.append(
                 (
                     CheckStatus.PROBLEM,
-                    f"{lab}: plateau {_gb(fit.busbw_GBps)} below {PLATEAU_FRACTION:.0%} of "
-                    f"{_gb(got[0])} ({got[1]})",
+                    f"{lab}: fit below {PLATEAU_FRACTION:.0%} of {_gb(got[0])} ({got[1]}); "
+                    f"{peak_text(fit)}",
                 )
             )
         else:
             topo.append(
                 (
                     CheckStatus.CLEAN,
-                    f"{lab}: plateau {_gb(fit.busbw_GBps)} vs {_gb(got[0])} ({got[1]})",
+                    f"{lab}: {peak_text(fit)} vs {_gb(got[0])} ({got[1]})",
                 )
             )
     hit = {f.code for f in findings}

@@ -271,6 +271,7 @@ def fit_frame(
             sorted(set(g["source"].astype(str))),
         )
         fit.table = table
+        fit.peak_busbw_GBps, fit.peak_size_bytes, fit.peak_line = _peak(g, measurement)
         if not ex.empty:
             x = factor * ex["size_bytes"].to_numpy(float)
             fit.excluded = ex.assign(fitted_busbw_GBps=x / (_model(p, x) * 1e3))
@@ -284,6 +285,31 @@ def _below_fit(sizes: np.ndarray, t: np.ndarray, factor: float, p: np.ndarray) -
     med = np.array([np.median(t[sizes == s]) for s in uniq])
     x = factor * uniq
     return below_fit(uniq, x / (med * 1e3), x / (_model(p, x) * 1e3))
+
+
+def _peak(g: pd.DataFrame, measurement: str) -> tuple[float | None, int | None, int | None]:
+    """(largest printed busbw, its size, its line) among the fitted rows ``g``, in the column of
+    the timing fitted (``best``: the half with the smaller time); Nones when there is none."""
+
+    def col(name: str) -> pd.Series:  # a frame built by hand may lack the in-place half
+        raw = g[name] if name in g else pd.Series(math.nan, index=g.index)
+        return pd.to_numeric(raw, errors="coerce").astype(float)
+
+    out, inp = col("busbw_GBps"), col("inplace_busbw_GBps")
+    if measurement == "in-place":
+        bw = inp
+    elif measurement == "best":
+        t_out, t_in = col("time_us"), col("inplace_time_us")
+        bw = out.where(~(t_in < t_out) | inp.isna(), inp)  # NaN comparisons keep out-of-place
+    else:
+        bw = out
+    bw = bw[np.isfinite(bw) & (bw > 0)]
+    if bw.empty:
+        return None, None, None
+    top = bw[bw == bw.max()]  # a tie: the out-of-place value, then the larger size
+    i = max(top.index, key=lambda k: (bool(out.get(k) == top[k]), g.at[k, "size_bytes"]))
+    line = g.at[i, "line"] if "line" in g else None
+    return float(bw[i]), int(g.at[i, "size_bytes"]), None if pd.isna(line) else int(line)
 
 
 def _times(g: pd.DataFrame, measurement: str) -> pd.Series:

@@ -16,6 +16,12 @@ LAT_TARGET = 0.25  # … and the latency floor within 25 %
 MEASURED_SHARE = 0.10
 """The largest size must reach this share of the fitted plateau for the bandwidth to count as
 measured (its transfer is then ≥ 10 % of its time); below, the plateau is a guess."""
+PLATEAU_SIZES = 3
+PLATEAU_FLAT = 0.02
+"""The plateau counts as reached when the busbw of the :data:`PLATEAU_SIZES` largest sizes lies
+within this fraction of their largest value (the noise of one row: the in-place and out-of-place
+busbw of one size differ by less than 0.4 % from 1 GiB up in corpus 17 and 19); otherwise busbw
+is still rising and the fitted asymptote is an extrapolation."""
 
 
 @dataclass
@@ -42,6 +48,11 @@ class Fit:
     are filled in by :func:`~.run.calibrate_files`. ``excluded``: sizes left out of the fit
     because their busbw collapsed (:mod:`.sweep`; columns size_bytes, measured_busbw_GBps,
     neighbour_busbw_GBps, fitted_busbw_GBps), None when none were.
+
+    ``busbw_GBps`` is the fitted asymptote β of the last line (the model :mod:`plan` uses), not a
+    measurement; ``peak_busbw_GBps`` / ``peak_size_bytes`` / ``peak_line`` the largest busbw the
+    input printed among the fitted rows (in the column of the chosen timing), its size and line
+    (None when the fit was built without them; :meth:`peak` then falls back to ``points``).
     """
 
     collective: str
@@ -61,6 +72,28 @@ class Fit:
     run: str = ""
     hosts: list[str] = field(default_factory=list)
     excluded: pd.DataFrame | None = None
+    peak_busbw_GBps: float | None = None  # noqa: N815 (unit in the name)
+    peak_size_bytes: int | None = None
+    peak_line: int | None = None
+
+    def peak(self) -> tuple[float, int]:
+        """(largest measured busbw GB/s, its size in bytes): as printed when known, else the
+        largest ``measured_busbw_GBps`` of ``points`` (recomputed from the timing)."""
+        if self.peak_busbw_GBps is not None and self.peak_size_bytes is not None:
+            return self.peak_busbw_GBps, self.peak_size_bytes
+        row = self.points.loc[self.points["measured_busbw_GBps"].idxmax()]
+        return float(row["measured_busbw_GBps"]), int(row["size_bytes"])
+
+    def plateau(self) -> tuple[bool, float, pd.DataFrame]:
+        """(reached, spread, the rows judged): the :data:`PLATEAU_SIZES` largest sizes' busbw
+        within :data:`PLATEAU_FLAT` of their maximum (spread = 1 − min/max). Fewer sizes than
+        that: not reached (spread NaN)."""
+        tail = self.points.tail(PLATEAU_SIZES)
+        bw = tail["measured_busbw_GBps"]
+        if len(tail) < PLATEAU_SIZES or not (bw > 0).all():
+            return False, math.nan, tail
+        spread = 1.0 - float(bw.min()) / float(bw.max())
+        return spread <= PLATEAU_FLAT, spread, tail
 
     @property
     def bandwidth_measured(self) -> bool:

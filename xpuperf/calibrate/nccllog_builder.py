@@ -172,6 +172,11 @@ def _rings_from_links(c: Comm) -> None:
             c.rings[ch] = order
 
 
+def unnamed_host(k: int) -> str:
+    """The label of the ``k``-th node (1-based, node-major) when no line of the log names it."""
+    return f"node {k} (name not in the log)"
+
+
 def _infer_hosts(c: Comm) -> None:
     """Fill unknown hosts from nNodes/localRanks, node-major, when consistent with known ones."""
     g, n = c.local_ranks, c.nranks
@@ -184,5 +189,5 @@ def _infer_hosts(c: Comm) -> None:
     for r in range(n):
         info = c.ranks.setdefault(r, RankInfo(r))
         if info.host is None:
-            info.host = block_host.get(r // g, f"?node{r // g + 1}")
+            info.host = block_host.get(r // g, unnamed_host(r // g + 1))
             info.host_inferred = True

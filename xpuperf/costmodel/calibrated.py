@@ -392,7 +392,7 @@ def describe(cal: Calibration, lv: LinkLevels) -> list[str]:
             else "latency floor extrapolated in the fit: NCCL's network latencies kept"
         )
         out.append(
-            f"calibrated from {cal.path} ({cal.net.label}): busbw plateau "
+            f"calibrated from {cal.path} ({cal.net.label}): fitted busbw "
             f"{cal.net.busbw_GBps:.4g} GB/s → {lv.node_net_bw_GBps:.4g} GB/s per node, "
             f"{lv.card_net_bw_GBps:.4g} GB/s per card; {lat}"
         )
@@ -404,7 +404,7 @@ def describe(cal: Calibration, lv: LinkLevels) -> list[str]:
             else "intra latency: NCCL's"
         )
         out.append(
-            f"calibrated from {cal.path} ({cal.intra.label}): intra busbw plateau "
+            f"calibrated from {cal.path} ({cal.intra.label}): fitted intra busbw "
             f"{cal.intra.busbw_GBps:.4g} GB/s → intra ring {lv.intra_bw_GBps:.4g} GB/s; {lat}"
         )
     exact = [f for f in cal.fits if f.collective == "all_reduce" and f.ranks and f.nodes]

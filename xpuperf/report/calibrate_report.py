@@ -59,6 +59,7 @@ def _level(fit: Fit) -> str | None:
 
 
 def _fit_core(fit: Fit, sig: int | None) -> dict[str, Any]:
+    peak_bw, peak_size = fit.peak()
     return {
         "collective": fit.collective,
         "ranks": fit.ranks,
@@ -71,6 +72,10 @@ def _fit_core(fit: Fit, sig: int | None) -> dict[str, Any]:
         "busbw_GBps": _num(fit.busbw_GBps, sig) if fit.bandwidth_measured else None,
         "bandwidth_measured": fit.bandwidth_measured,
         "busbw_ci95_GBps": _pair(fit.busbw_ci95_GBps, sig) if fit.bandwidth_measured else None,
+        "peak_busbw_GBps": _num(peak_bw),  # as printed: never rounded
+        "peak_size_bytes": peak_size,
+        "peak_line": fit.peak_line,
+        "plateau_reached": bool(fit.bandwidth_measured and fit.plateau()[0]),
         "lines": [
             {
                 "alpha_us": _num(ln.alpha_us, sig),
@@ -198,6 +203,8 @@ def to_calibration_dict(
         levels[level] = {
             "latency_us": _num(best.latency_us, 4),
             "busbw_GBps": _num(best.busbw_GBps, 4),
+            "peak_busbw_GBps": _num(best.peak()[0]),
+            "plateau_reached": bool(best.plateau()[0]),
             "from": {"collective": best.collective, "ranks": best.ranks, "nodes": best.nodes},
         }
     doc: dict[str, Any] = {
@@ -219,6 +226,9 @@ def render_calibration_yaml(
     header = (
         "# xpuperf calibration: α–β fits of nccl-tests measurements (docs/calibrate.md).\n"
         "# t(S) = min over lines of alpha_us + bus_factor·S / busbw_GBps (S bytes, t µs).\n"
+        "# busbw_GBps is the fitted asymptote (model β, what plan uses), not a measurement;\n"
+        "# peak_busbw_GBps is the largest busbw the input printed (size peak_size_bytes, line\n"
+        "# peak_line); plateau_reached: the 3 largest sizes within 2 % of each other.\n"
     )
     return header + yaml.safe_dump(
         to_calibration_dict(result, output_path), sort_keys=False, allow_unicode=True, width=100
@@ -282,19 +292,24 @@ def _fits_table(result: CalibrationResult, console: Console) -> None:
     if show_run:  # several runs in a file, or one configuration twice: say which run
         table.add_column("run (file:line)", no_wrap=True)
     table.add_column("collective", no_wrap=True)
-    for col in ("ranks", "nodes", "lat µs", "busbw GB/s", "lines", "LOO bw", "LOO lat", "ok"):
+    cols = ("ranks", "nodes", "lat µs", "peak busbw GB/s", "fit GB/s", "lines", "LOO bw", "LOO lat",
+            "ok")  # fmt: skip
+    for col in cols:
         table.add_column(col, justify="right")
     for f in result.fits:
         acc = f.accuracy()
         lat = f"{f.latency_us:.3g}" + ("" if f.latency_floor_observed else "*")
         ok = acc["meets_target"]
+        peak_bw, peak_size = f.peak()
+        fit_bw = f"{f.busbw_GBps:.3g}" + ("" if f.plateau()[0] else "*")
         table.add_row(
             *([f.run or "pooled"] if show_run else []),
             f.collective,
             str(f.ranks if f.ranks is not None else "?"),
             str(f.nodes if f.nodes is not None else "?"),
             lat,
-            f"{f.busbw_GBps:.3g}" if f.bandwidth_measured else "not reached",
+            f"{peak_bw:g} @ {_fmt_bytes(peak_size)}",
+            fit_bw if f.bandwidth_measured else "not reached",
             str(len(f.lines)),
             _pct(acc["busbw_max_err_ge_1MiB"]),
             _pct(acc["latency_floor_err"]),
@@ -302,8 +317,10 @@ def _fits_table(result: CalibrationResult, console: Console) -> None:
         )
     console.print(table)
     console.print(
-        "LOO bw: max held-out busbw error for sizes ≥ 1 MiB (target 15 %); LOO lat: held-out "
-        "error of the latency floor (target 25 %); * latency extrapolated (no small sizes).",
+        "peak busbw: the largest busbw in the input, at that size; fit: the α–β asymptote plan "
+        "uses; LOO bw: max held-out busbw error for sizes ≥ 1 MiB (target 15 %); LOO lat: "
+        "held-out error of the latency floor (target 25 %); * extrapolated (latency: no small "
+        "sizes; fit: busbw still rising, the 3 largest sizes more than 2 % apart).",
         style="dim",
         markup=False,
     )
