@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -22,3 +24,8 @@ def xp(capsys: pytest.CaptureFixture[str]) -> Run:
         return int(exc.value.code), out, err
 
     return run
+
+
+def pipe(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    """Standard input holding ``text`` (not a terminal), as ``… | xpuperf`` gives it."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))

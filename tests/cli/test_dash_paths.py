@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.cli.conftest import Run
+from tests.cli.conftest import Run, pipe
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 TOPO_M = DATA / "topology_import_nvsmi" / "14_topo_dgx1-v100-hybrid-cube-mesh-nv1-nv2-mlx5.txt"
@@ -72,3 +73,51 @@ def test_topo_import_output_dash_is_stdout(xp: Run, tmp_path: Path, monkeypatch)
     assert [d["index"] for d in node["devices"]] == list(range(8))
     assert {"a": 0, "b": 3, "kind": "nvlink", "count": 2} in node["links"]
     assert "wrote" not in err  # no "wrote -" line: nothing was written to a file
+
+
+def test_calibrate_reads_stdin(xp: Run, monkeypatch) -> None:
+    pipe(monkeypatch, nccl_tests_output())
+    code, out, err = xp("calibrate", "-", "--max-lines", "1", "-o", "-")
+    assert code == 0, err
+    doc = yaml.safe_load(out)
+    assert doc["sources"] == ["<stdin>"]
+    (fit,) = doc["fits"]
+    assert fit["latency_us"] == pytest.approx(10.0, abs=0.1)
+    assert fit["busbw_GBps"] == pytest.approx(100.0, rel=0.01)
+
+
+def test_topo_import_and_check_read_stdin(xp: Run, monkeypatch) -> None:
+    pipe(monkeypatch, TOPO_M.read_text(encoding="utf-8"))
+    code, out, err = xp("topo", "import", "-")
+    assert code == 0, err
+    assert "#   <stdin>: nvidia-smi" in out  # the header names where it came from
+    (node,) = yaml.safe_load(out)["nodes"]
+    assert {"a": 0, "b": 3, "kind": "nvlink", "count": 2} in node["links"]  # GPU0-GPU3: NV2
+    pipe(monkeypatch, TOPO_M.read_text(encoding="utf-8"))
+    code, out, err = xp("topo", "check", "-", "--json", "-")
+    assert code == 0, err
+    assert json.loads(out)["inputs"] == ["<stdin>"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["analyze", "run.csv", "--baseline", "-"],
+         "--baseline -: `xpuperf analyze` reads standard input only as LOGS, not as --baseline"),
+        (["compare", "-", "run.csv"], "BASE -: `xpuperf compare` does not read standard input"),
+        (["ingest", "-", "-o", "ds"], "LOGS -: `xpuperf ingest` does not read standard input"),
+        (["plan", "--topology", "-"], "--topology -: `xpuperf plan` does not read standard input"),
+        (["plan", "--measured", "8=-", "--model", "resnet50"],
+         "--measured -: `xpuperf plan` does not read standard input"),
+        (["calibrate", "run.csv", "--topology", "-"],
+         "--topology -: `xpuperf calibrate` reads standard input only as FILES, not as "
+         "--topology"),
+        (["topo", "check", "run.csv", "--binding", "-"],
+         "--binding -: `xpuperf topo check` reads standard input only as FILES, not as --binding"),
+    ],
+)  # fmt: skip
+def test_dash_where_stdin_is_not_read_is_refused(xp: Run, monkeypatch, argv, message) -> None:
+    pipe(monkeypatch, "step,step_time_s\n1,0.1\n")  # something piped in: still not read there
+    code, out, err = xp(*argv)
+    assert (code, out) == (2, "")
+    assert err == f"xpuperf: error: {message}; save it to a file and give that file's path\n"

@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import io
 import json
-import sys
 from pathlib import Path
 
-import pytest
-
-from tests.cli.conftest import Run
+from tests.cli.conftest import Run, pipe
 from xpuperf.cli import stdin as stdin_mod
 
 # 2 ranks × 30 steps, then one row with a field too many: line 1 header + 60 rows → line 62
@@ -20,11 +16,6 @@ CSV = "step,rank,step_time_ms,samples\n" + "".join(
     f"{s},{r},{100 + 10 * r},32\n" for r in (0, 1) for s in range(1, 31)
 )
 BAD_ROW = "31,0,100,32,extra\n"
-
-
-def pipe(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
-    """Standard input holding ``text`` (not a terminal), as `… | xpuperf` gives it."""
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
 
 
 def test_outputs_and_warnings_name_stdin(xp: Run, monkeypatch, tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from xpuperf.cli.options import (
     WorldSizeOption,
     reader_format,
 )
-from xpuperf.cli.stdin import relabel, with_stdin
+from xpuperf.cli.stdin import reads_stdin, relabel, with_stdin
 from xpuperf.errors import UsageError
 from xpuperf.report.output import check_not_input, stdout_outputs, write_output
 from xpuperf.report.terminal import safe
@@ -38,6 +38,7 @@ EPILOG = (
 )
 
 
+@reads_stdin("logs")
 def analyze(
     logs: Annotated[
         list[str] | None,

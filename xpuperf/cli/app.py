@@ -26,7 +26,7 @@ try:  # Ctrl-C while Python loads the CLI: exit 130 quietly, not a traceback
     from typer.core import TyperGroup
 
     from xpuperf import __version__
-    from xpuperf.errors import EXIT_INPUT, EXIT_INTERNAL, PATH_REMEDIES, XpuperfError
+    from xpuperf.errors import EXIT_INPUT, EXIT_INTERNAL, PATH_REMEDIES, UsageError, XpuperfError
 
     try:  # typer >= 0.25 vendors click: its usage errors derive from TyperException
         from typer.exceptions import TyperException as _UsageErrors
@@ -78,19 +78,32 @@ def _target(name: str) -> Any:
 OUTPUT_PARAMS = frozenset({"json_out", "html_out", "md_out", "output", "out"})
 """Parameters naming what a subcommand writes; every other string parameter naming an existing
 path is an input."""
+INPUT_PARAMS = frozenset(
+    {"logs", "files", "baseline", "topology", "calibration", "layers", "from_log", "measured_src",
+     "binding", "base", "current", "explain"}
+)  # fmt: skip
+"""Parameters naming files a subcommand reads: ``-`` in one is refused unless the command reads
+standard input there (:func:`xpuperf.cli.stdin.reads_stdin`)."""
 
 
-def _guard_paths(cmd: Any) -> None:
+def _guard_paths(cmd: Any, where: str | None = None) -> None:
     """Wrap the callback of ``cmd`` (and of its subcommands) so that, before any file is opened,
     every input argument naming a FIFO, socket, device or looping symlink is refused
-    (:func:`xpuperf.readers.paths.check_inputs`) and every output argument that cannot be
-    written — a looping symlink, a read-only folder — too
-    (:func:`xpuperf.report.output.check_output_path`); both exit 2."""
+    (:func:`xpuperf.readers.paths.check_inputs`), ``-`` too where the command does not read
+    standard input, and every output argument that cannot be written — a looping symlink, a
+    read-only folder — too (:func:`xpuperf.report.output.check_output_path`); all exit 2.
+    ``where``: the command line so far (``xpuperf topo show``)."""
+    where = where or f"xpuperf {cmd.name}"
     for sub in getattr(cmd, "commands", {}).values():
-        _guard_paths(sub)
+        _guard_paths(sub, f"{where} {sub.name}")
     callback = cmd.callback
     if callback is None or getattr(callback, "xpuperf_guarded", False):
         return
+    readers = getattr(callback, "xpuperf_stdin", frozenset())
+    names = {  # how messages name a parameter: --baseline, LOGS
+        p.name: max(p.opts, key=len) if p.param_type_name == "option" else str(p.name).upper()
+        for p in cmd.params
+    }
 
     def guarded(*args: Any, **kwargs: Any) -> Any:
         from xpuperf.readers.paths import check_inputs
@@ -103,12 +116,25 @@ def _guard_paths(cmd: Any) -> None:
                 for v in texts:
                     if v.strip() and v != STDOUT:  # blank ones: the subcommand's own message
                         check_output_path(v)
-            else:  # also a path through a looping link, which lexists() calls missing
-                check_inputs(texts)
+                continue
+            named = [t.split("=", 1)[-1] if key == "measured_src" else t for t in texts]  # N=LOGS
+            if key in INPUT_PARAMS and key not in readers and STDOUT in named:
+                raise UsageError(_no_stdin(where, names.get(key, key), [names[k] for k in readers]))
+            check_inputs(texts)  # also a path through a looping link, which lexists() calls missing
         return callback(*args, **kwargs)
 
     guarded.xpuperf_guarded = True  # type: ignore[attr-defined]
     cmd.callback = guarded
+
+
+def _no_stdin(where: str, name: str, readers: list[str]) -> str:
+    """The one line refusing ``-`` as ``name``, an input not read from standard input."""
+    how = (
+        f"reads standard input only as {' or '.join(readers)}, not as {name}"
+        if readers
+        else "does not read standard input"
+    )
+    return f"{name} -: `{where}` {how}; save it to a file and give that file's path"
 
 
 def load_command(name: str) -> Any:

@@ -15,6 +15,7 @@ from xpuperf.calibrate.render import render_calibration_yaml, render_json, rende
 from xpuperf.calibrate.run import MEASUREMENTS, add_topology_findings, calibrate_files
 from xpuperf.calibrate.single import parse_link
 from xpuperf.cli.console import err_console, out_console
+from xpuperf.cli.stdin import reads_stdin, relabel, with_stdin
 from xpuperf.errors import InputError, UsageError
 from xpuperf.kinds import CALIBRATE, pointed
 from xpuperf.report.output import STDOUT, check_not_input, stdout_outputs, write_output
@@ -37,8 +38,11 @@ def _cluster(topology: str | None, nodes: int | None) -> Cluster | None:
     )
 
 
+@reads_stdin("files")
 def calibrate(
-    files: Annotated[list[str], typer.Argument(help="nccl-tests output files (*_perf stdout).")],
+    files: Annotated[
+        list[str], typer.Argument(help="nccl-tests output files (*_perf stdout); - reads stdin.")
+    ],
     output: Annotated[
         str | None,
         typer.Option(
@@ -94,6 +98,9 @@ def calibrate(
         if out and out != STDOUT:
             inputs = [*files, *([topology] if topology else [])]  # the topology file too
             check_not_input(out, [p for p in inputs if Path(p).exists()])
+    files = with_stdin(
+        files, what="nccl-tests output", example="all_reduce_perf -g 8 | xpuperf calibrate -"
+    )
     try:
         result = calibrate_files(
             files, measurement=measurement, collective=collective, max_lines=max_lines,
@@ -101,6 +108,7 @@ def calibrate(
         )  # fmt: skip
     except InputError as exc:  # a training log or a topology dump: say who reads it
         raise pointed(exc, CALIBRATE) from exc
+    result = relabel(result)  # output piped in is named <stdin>
     cluster = None
     if topology is not None:
         groups = [*result.fits, *result.measurements]

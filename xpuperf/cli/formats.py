@@ -9,10 +9,12 @@ from typing import Annotated
 import typer
 
 from xpuperf.cli.console import out_console
+from xpuperf.cli.stdin import reads_stdin
 from xpuperf.errors import UsageError
 from xpuperf.readers import FORMATS, SNIFFED_EXTENSIONS
 
 
+@reads_stdin("explain")
 def formats(
     quiet: Annotated[
         bool,

@@ -21,6 +21,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path, PurePath
 from typing import Any, BinaryIO, TypeVar
 
@@ -36,14 +37,23 @@ LABEL = "<stdin>"
 _COPIES: list[str] = []
 """Paths (as given and resolved) of the copies of standard input this process made."""
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def with_stdin(logs: list[str], stream: BinaryIO | None = None) -> list[str]:
+def with_stdin(
+    logs: list[str],
+    stream: BinaryIO | None = None,
+    *,
+    what: str = "the log",
+    example: str = "kubectl logs POD | xpuperf analyze -",
+) -> list[str]:
     """``logs`` with ``-`` replaced by the path of a file holding standard input.
 
     Args:
-        logs: the LOGS arguments.
+        logs: the LOGS (or FILES) arguments.
         stream: the binary stream to read (default ``sys.stdin.buffer``).
+        what: what standard input should hold, for the messages (``"the log"``).
+        example: a command line that pipes it in, for the message when nothing is piped in.
 
     Raises:
         UsageError: ``-`` given twice, standard input is a terminal (nothing piped in), empty,
@@ -56,8 +66,8 @@ def with_stdin(logs: list[str], stream: BinaryIO | None = None) -> list[str]:
     if stream is None:
         if sys.stdin is None or sys.stdin.isatty():
             raise UsageError(
-                "'-' reads the log from standard input, but nothing is piped in (stdin is a "
-                "terminal): pipe a log in, e.g. `kubectl logs POD | xpuperf analyze -`"
+                f"'-' reads {what} from standard input, but nothing is piped in (stdin is a "
+                f"terminal): pipe it in, e.g. `{example}`"
             )
         stream = sys.stdin.buffer
     folder = Path(tempfile.mkdtemp(prefix="xpuperf-stdin-"))
@@ -68,11 +78,11 @@ def with_stdin(logs: list[str], stream: BinaryIO | None = None) -> list[str]:
     with path.open("wb") as out:
         while block := stream.read(BLOCK):
             if total == 0 and not block.strip(b"\x00"):
-                raise UsageError("'-': standard input starts with NUL bytes only: not a log")
+                raise UsageError(f"'-': standard input starts with NUL bytes only: not {what}")
             total += len(block)
             if total > MAX_STDIN_BYTES:
                 raise UsageError(
-                    f"'-': more than {MAX_STDIN_BYTES >> 30} GiB on standard input: save the log "
+                    f"'-': more than {MAX_STDIN_BYTES >> 30} GiB on standard input: save {what} "
                     "to a file and name it (or keep a window of the run)"
                 )
             out.write(block)
@@ -81,12 +91,23 @@ def with_stdin(logs: list[str], stream: BinaryIO | None = None) -> list[str]:
     return [str(path) if a == STDIN else a for a in logs]
 
 
+def reads_stdin(*params: str) -> Callable[[F], F]:
+    """Mark a command function whose ``params`` take ``-`` for standard input; ``-`` in any
+    other input parameter is refused before the command runs (``cli/app.py`` ``_guard_paths``)."""
+
+    def mark(fn: F) -> F:
+        fn.xpuperf_stdin = frozenset(params)  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
 def shown(text: str) -> str:
     """``text`` with the path of each copy of standard input replaced by :data:`LABEL`, or by
     ``-`` where a suggested command names it (``xpuperf formats --explain - --pattern …``)."""
     for path in _COPIES:
-        command = re.compile(r"(xpuperf [a-z]+(?: --explain)?) " + re.escape(shlex.quote(path)))
-        text = command.sub(r"\1 -", text).replace(path, LABEL)
+        named = f"(?:{re.escape(shlex.quote(path))}|{re.escape(path)})"
+        text = re.sub(rf"(xpuperf(?: [a-z-]+)+) {named}", r"\1 -", text).replace(path, LABEL)
     return text
 
 

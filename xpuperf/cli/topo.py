@@ -19,6 +19,8 @@ import yaml
 
 from xpuperf.cli.console import err_console, out_console
 from xpuperf.cli.options import QuietOption
+from xpuperf.cli.stdin import reads_stdin, relabel
+from xpuperf.cli.topo_files import evidence_only, file_evidence, load_files, read_files, split_files
 from xpuperf.errors import GateFailedError, InputError, UsageError
 from xpuperf.findings import Severity
 from xpuperf.kinds import TOPO, pointed
@@ -27,13 +29,7 @@ from xpuperf.report.terminal import safe
 from xpuperf.topology import audit, evidence, presets
 from xpuperf.topology import binding as bind
 from xpuperf.topology.binding import audit as bind_audit
-from xpuperf.topology.importers import (
-    detect,
-    import_files,
-    load_any,
-    read_text,
-    refuse_long_lines,
-)
+from xpuperf.topology.importers import import_files
 from xpuperf.topology.model import Cluster
 from xpuperf.topology.schema import UnitError, parse_quantity
 from xpuperf.topology.view import describe, to_json_dict
@@ -66,8 +62,6 @@ NicOpt = Annotated[
     str | None, typer.Option("--nic", help='Generic cluster: NIC speed with unit, e.g. "200Gbps".')
 ]
 NicsOpt = Annotated[int, typer.Option("--nics-per-node", min=1, help="Generic cluster: NICs.")]
-HINT_CHARS = 1 << 20
-"""How much of a file that is no topology is searched for card names and VM hints."""
 JsonOpt = Annotated[str | None, typer.Option("--json", help="Write JSON to PATH, or - for stdout.")]
 
 
@@ -90,7 +84,7 @@ def resolve(
             raise UsageError(f"{file} is a preset name, not a file: use --preset {file}")
         if nodes is not None:
             raise UsageError("--nodes applies to --preset and generic clusters, not to FILE")
-        return _load_files(files)
+        return load_files(files)
     if preset is not None:
         if preset not in presets.NODE_PRESETS:
             raise UsageError(f"unknown preset {preset!r}; known: {', '.join(presets.NODE_PRESETS)}")
@@ -103,64 +97,6 @@ def resolve(
         return presets.generic(nodes or 1, cards_per_node or 1, speed, nics_per_node)
     except ValueError as e:
         raise UsageError(str(e)) from None
-
-
-def _split(files: list[str]) -> tuple[list[str], list[str], evidence.Hints]:
-    """(topology files, files that only name the cards or say it is a VM, their hints).
-
-    A file no importer knows and without such hints counts as a topology file, so that the
-    loader or the importer says what is wrong with it."""
-    topo, extra, hints = [], [], evidence.Hints()
-    for f in files:
-        text = read_text(f)
-        refuse_long_lines(text, f)
-        if "xpuperf.topology/" in text or detect(text):
-            topo.append(f)
-            continue
-        found = evidence.scan(text[:HINT_CHARS], f)  # card lists and preambles come first
-        (extra if found.worth_keeping() else topo).append(f)
-        hints.add(found)
-    return topo, extra, hints
-
-
-def _evidence_only(path: str, hints: evidence.Hints) -> InputError:
-    """The one-line error for a file that names cards or a VM but holds no topology."""
-    if hints.models:
-        what = f"`nvidia-smi -L` output ({len(hints.models)} card(s))"
-    elif hints.gpu_names:
-        what = f"a list of card names ({', '.join(hints.gpu_names[:2])})"
-    else:
-        what = "a VM hint (" + hints.hypervisor[0].split(": ", 1)[-1] + ")"
-    return InputError(
-        f"this is {what}, not a topology: it has no links between the cards. Add `nvidia-smi "
-        f"topo -m` output of the same host: `xpuperf topo check {path} TOPO_M.txt` (several "
-        "files are merged as `xpuperf topo import` merges them)",
-        path,
-    )
-
-
-def _load_files(files: list[str]) -> Cluster:
-    """One description or tool output (:func:`load_any`), or tool outputs of the same hosts
-    merged as ``topo import`` merges them. Files that only name the cards or the hypervisor
-    are left to the evidence checks."""
-    topo, extra, hints = _split(files)
-    if not topo:  # nccl-tests output names its cards too: say who reads it
-        raise pointed(_evidence_only(extra[0], hints), TOPO)
-    desc = [f for f in topo if "xpuperf.topology/" in read_text(f)]
-    if desc:  # lscpu beside a description only says whether this is a VM (evidence checks)
-        topo = [f for f in topo if f in desc or detect(read_text(f)) != ["lscpu"]]
-    try:
-        if len(topo) == 1:
-            return load_any(topo[0])
-        if desc:
-            raise UsageError(
-                "a description file cannot be merged with other topology files: give it alone "
-                "(plus `nvidia-smi -L` or `lscpu` output for the evidence checks), or import "
-                "the tool outputs together with `xpuperf topo import FILES -o DESCRIPTION`"
-            )
-        return import_files(topo).cluster
-    except InputError as exc:  # a training log, NCCL log or nccl-tests output: who reads it
-        raise pointed(exc, TOPO) from exc
 
 
 def nic_speed_Gbps(text: str | None, flag: str) -> float | None:
@@ -178,12 +114,6 @@ def nic_speed_Gbps(text: str | None, flag: str) -> float | None:
     if not speed > 0 or speed == float("inf"):
         raise UsageError(f"{flag} must be > 0 and finite, e.g. 100Gbps (got {text})")
     return speed
-
-
-def _evidence(files: list[str], cluster: Cluster | None) -> tuple[list, list, evidence.Hints]:
-    """Checks, findings and hints of :mod:`xpuperf.topology.evidence` over the input files."""
-    texts = [(f, read_text(f)) for f in files if Path(f).is_file()]
-    return evidence.assess(texts, cluster)
 
 
 def _print_checks(console, checks: list) -> None:
@@ -209,6 +139,7 @@ def _emit_json(data: object, json_out: str, inputs: list[str]) -> None:
 
 
 @topo_app.command("show")
+@reads_stdin("files")
 def show(
     files: FileArg = None,
     preset: PresetOpt = None,
@@ -222,19 +153,20 @@ def show(
     """Print a picture of the cluster: per node, cards grouped by link kind, NUMA and NIC
     affinity; or its JSON description (--json)."""
     _check_json_opt(json_out)
-    files = list(files or [])
+    files = read_files(files)  # `-`: a tool output piped in, named <stdin>
     cluster = resolve(files, preset, nodes, cards_per_node, nic, nics_per_node)
     if json_out:
-        _emit_json(to_json_dict(cluster), json_out, files)
+        _emit_json(relabel(to_json_dict(cluster)), json_out, files)
     if json_out != "-":
         console = out_console(quiet)
-        for line in describe(cluster):
+        for line in relabel(describe(cluster)):
             console.print(line, markup=False, soft_wrap=True)
-        for f in _evidence(files, cluster)[1]:
+        for f in relabel(file_evidence(files, cluster)[1]):
             console.print(f"{f.code} {f.severity.value}: {f.message}", markup=False, soft_wrap=True)
 
 
 @topo_app.command("check")
+@reads_stdin("files")
 def check(
     files: FileArg = None,
     preset: PresetOpt = None,
@@ -273,11 +205,11 @@ def check(
     if binding_format is not None and binding is None:
         raise UsageError("--binding-format needs --binding FILE")
     _check_json_opt(json_out)
-    files = list(files or [])
+    files = read_files(files)  # `-`: a tool output piped in, named <stdin>
     cluster = resolve(files, preset, nodes, cards_per_node, nic, nics_per_node)
     findings = audit.check(cluster)
     checks = audit.checks(cluster, findings)
-    ev_checks, ev_findings, _ = _evidence(files, cluster)
+    ev_checks, ev_findings, _ = relabel(file_evidence(files, cluster))
     checks += ev_checks
     findings = sorted(findings + ev_findings, key=lambda f: (-f.severity.rank, f.code))
     doc: dict = {}
@@ -297,7 +229,7 @@ def check(
     if json_out:
         out = {
             "schema": audit.CHECK_SCHEMA,
-            "inputs": files,
+            "inputs": relabel(files),
             "findings": [f.to_dict() for f in findings],
             "checks": [c.to_dict() for c in checks],
         }
@@ -328,6 +260,7 @@ def _binding_line(b: dict) -> str:
 
 
 @topo_app.command("import")
+@reads_stdin("files")
 def import_(
     files: Annotated[
         list[str],
@@ -351,16 +284,20 @@ def import_(
         output = None  # the YAML on stdout, as without -o
     if output is not None:
         check_not_input(output, files)
-    topo_files, extra, hints = _split(files)  # extra: files that only name cards or a VM
+    files = read_files(files)  # `-`: a tool output piped in, named <stdin>
+    topo_files, extra, hints = split_files(files)  # extra: files that only name cards or a VM
     if not topo_files:  # only card names or hypervisor hints: not a topology by itself
-        raise pointed(_evidence_only(extra[0], hints), TOPO)
+        raise pointed(evidence_only(extra[0], hints), TOPO)
     try:
         result = import_files(topo_files)
     except InputError as exc:  # a training log or nccl-tests output: say who reads it
         raise pointed(exc, TOPO) from exc
-    ev_checks, ev_findings, hints = _evidence(files, result.cluster)
+    ev_checks, ev_findings, hints = file_evidence(files, result.cluster)
     cluster = evidence.with_card_models(result.cluster, hints.models)
     data = to_json_dict(cluster)
+    result, extra, ev_checks, ev_findings, hints = relabel(  # a file piped in is <stdin>
+        (result, extra, ev_checks, ev_findings, hints)
+    )
     if (kept := evidence.to_description(hints)) is not None:  # topo check gives the same verdict
         data = {**{k: v for k, v in data.items() if k != "nodes"}, "evidence": kept,
                 "nodes": data["nodes"]}  # fmt: skip
