@@ -141,12 +141,14 @@ def test_other_subcommands_point_to_the_right_one(
 # output?" and topo check "a topology description is a mapping" or "not valid YAML".
 STEP_CSV = "step,rank,step_time_ms,compute_ms\n0,0,248.1,202.6\n0,1,243.2,198.5\n1,0,247.9,201.0\n"
 STEP_JSONL = '{"step": 1, "rank": 0, "samples_per_sec": 512.0}\n{"step": 2, "rank": 0, "samples_per_sec": 510.5}\n'  # noqa: E501
-# Lightning 2.x console output (stderr and the tqdm bar, 2>&1), no step records of a format
+# Lightning 2.x console output (stderr and a tqdm bar, 2>&1), no step records of a format: a
+# validation bar is not a training bar (the tqdm reader reads training bars only)
 LIGHTNING = (
     "GPU available: True (cuda), used: True\n"
     "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\n"
-    "Epoch 0:  10%|█         | 100/1000 [00:20<03:00,  5.00it/s, v_num=0, loss=2.31]\n"
+    "Validation DataLoader 0:  10%|█         | 10/100 [00:02<00:18,  5.00it/s]\n"
 )
+LIGHTNING_TRAIN = LIGHTNING.replace("Validation DataLoader 0", "Epoch 0")
 
 
 @pytest.mark.parametrize(
@@ -160,6 +162,7 @@ LIGHTNING = (
         ),
         ("steps.jsonl", STEP_JSONL, "a step log (JSON Lines with columns step, samples_per_sec)"),
         ("train.log", LIGHTNING, "a training log (framework output)"),
+        ("train.log", LIGHTNING_TRAIN, "a tqdm training log"),
     ],
 )
 @pytest.mark.parametrize("args", [["calibrate"], ["topo", "check"], ["topo", "import"]])
