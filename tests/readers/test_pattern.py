@@ -92,14 +92,15 @@ def test_rank_and_node_fields(tmp_path: Path) -> None:
     f.write_text(
         "host gpu-a07 rank 1 iter 5 took 1.5e3 ms\n"
         "host gpu-a07 rank 0 iter 5 took 1,250 ms\n"
-        "host gpu-a07 rank 1 iter 6 took 1500.0 ms\n",
+        "host gpu-a07 rank 1 iter 6 took 1500.0 ms\n"
+        "host gpu-a07 rank 0 iter 6 took 1.0e3 ms\n",  # a complete last step (test_cut_tail)
         encoding="utf-8",
     )
     t = read(f, "host {node} rank {rank} iter {step} took {step_time_ms} ms").table
-    assert t["rank"].tolist() == [0, 1, 1]
-    # 1,250 ms = 1.25 s; 1.5e3 ms = 1500 ms = 1.5 s
-    assert t["step_time_s"].tolist() == pytest.approx([1.25, 1.5, 1.5])
-    assert t["node"].tolist() == ["gpu-a07"] * 3
+    assert t["rank"].tolist() == [0, 0, 1, 1]
+    # 1,250 ms = 1.25 s; 1.0e3 ms = 1 s; 1.5e3 ms = 1500 ms = 1.5 s
+    assert t["step_time_s"].tolist() == pytest.approx([1.25, 1.0, 1.5, 1.5])
+    assert t["node"].tolist() == ["gpu-a07"] * 4
 
 
 def test_crlf_and_gzip_read_like_the_plain_file(tmp_path: Path) -> None:

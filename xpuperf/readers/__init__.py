@@ -41,6 +41,7 @@ from xpuperf.readers.base import (
 from xpuperf.readers.formats.console import first_text_line
 from xpuperf.readers.generic import GENERIC_FORMATS
 from xpuperf.readers.paths import Found, expand
+from xpuperf.readers.tail import drop_cut_tail
 
 T = TypeVar("T")
 
@@ -344,6 +345,12 @@ def read_logs(
     kept = [f for f in frames if not f.empty]
     frames.clear()
     table = kept[0] if len(kept) == 1 else pd.concat(kept, ignore_index=True)
+    if not spread and len(parts) == 1:  # one console cut inside its last step (per-rank files
+        rows = len(table)  # that end apart are truncated files: XP403 names them)
+        table, cut = drop_cut_tail(table)
+        if cut:
+            warnings.append(f"{parts[0].src.name}: {cut}")
+            skipped += rows - len(table)
     if not (spread or job_level) and len(parts) == 1 and table["rank"].nunique() == 1:
         table, note, n = world.one_rank(parts[0], table, world_size)  # ranks filtered out
         if note:

@@ -164,9 +164,14 @@ def prepare(src: Source, raw: RawTable, batch_size: float | None) -> Part:
         derive = "throughput"
         if "samples" not in pick and batch_size is None:
             raise InputError(
-                f"column {short(pick['throughput'].column, NAME_CHARS)!r} is a throughput, but "
-                f"there is no samples column ({colmod.accepted('samples')}) to turn it into a "
-                "step time: pass --batch-size N (batch_size=N), the samples per step of one rank",
+                (
+                    f"column {short(pick['throughput'].column, NAME_CHARS)!r} is a throughput, "
+                    f"but there is no samples column ({colmod.accepted('samples')}) to turn it "
+                    "into a step time"
+                    if not getattr(raw, "batch_hint", "")
+                    else raw.batch_hint  # type: ignore[attr-defined]
+                )
+                + ": pass --batch-size N (batch_size=N), the samples per step of one rank",
                 src.name,
             )
     elif "t_end_s" in pick:

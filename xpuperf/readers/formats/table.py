@@ -51,6 +51,8 @@ class TextTable(RawTable):
         log_rate: the job's throughput as the log itself prints it (samples/s: DeepSpeed
             ``SamplesPerSec``, NVIDIA BERT ``training_sequences_per_second``) and a line saying
             what it is and how it checks against the rows; None when the log prints none.
+        batch_hint: what the log itself shows when it prints a rate but no batch size (said in
+            the error asking for ``--batch-size``), "" when nothing.
     """
 
     notes: list[str] = field(default_factory=list)
@@ -60,6 +62,7 @@ class TextTable(RawTable):
     one_of_many: int = 0
     warmup_rows: int = 0
     log_rate: tuple[float, str] | None = None
+    batch_hint: str = ""
 
 
 class Rows:

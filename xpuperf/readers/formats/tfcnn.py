@@ -13,7 +13,8 @@ process: from the header ``Batch size: 512 global`` (single process, all devices
 rank) or ``--batch-size``. Under Horovod every rank prints its own line without a rank id (16
 lines per step for 16 ranks): the world size is inferred from the repeats and lines are linked to
 ranks by their running means (:func:`~xpuperf.readers.formats.table.link_ranks`); the header's
-``per device`` batch is then the per-rank batch, else ``--batch-size`` is required.
+``per device`` batch is then the per-rank batch, else ``--batch-size`` is required: the
+images/sec give no step time without it (the error says the Σ images/sec the log shows).
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ def read(src: Source) -> TextTable:
                      **({"samples": batch} if batch else {}))  # fmt: skip
     rows.undecodable(bad)
     out = rows.table(src, "tf_cnn_benchmarks 'N\\timages/sec: X +/- Y (jitter = Z)' line", EXAMPLE)
+    if width > 1 and not batch:
+        out.batch_hint = _hint(groups, width)
     if width > 1 and not tagged:
         out.notes.append(
             f"{width} lines per step without rank ids (Horovod): read as {width} ranks, linked "
@@ -115,3 +118,18 @@ def _world(
     if devices:
         return devices, "header 'Devices:' list"
     return None, ""
+
+
+def _hint(groups: dict[int, list[tuple[int, int | None, float, float]]], width: int) -> str:
+    """What the log shows without a batch size: Σ of the ranks' images/sec at the last step
+    every rank printed (each is the rank's running mean since the first timed step)."""
+    full = [s for s, g in groups.items() if len(g) == width]
+    if not full:
+        return ""
+    rates = [mean for _, _, mean, _ in groups[max(full)]]
+    return (
+        f"tf_cnn_benchmarks under Horovod: {width} ranks print images/sec (at step {max(full)}, "
+        f"the last step all {width} printed: Σ {sum(rates):,.1f} images/s, "
+        f"{min(rates):g}–{max(rates):g} per rank) but no batch size (the 'per device' header "
+        "line), so no step time"
+    )
