@@ -58,6 +58,10 @@ _METRICS: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     ("throughput_median_step", "throughput (median step)",
      "summary.throughput_median_step_samples_per_s|summary.throughput_samples_per_s",
      "samples/s", "higher", "rel", "median_fps"),
+    ("throughput_per_card", "throughput per card (wall-clock)",
+     "summary.throughput_per_card_wallclock_samples_per_s", "samples/s", "higher", "rel", "wall"),
+    ("throughput_per_card_median_step", "throughput per card (median step)",
+     "summary.throughput_per_card_samples_per_s", "samples/s", "higher", "rel", "median_fps"),
     ("jitter_cost", "jitter & spikes cost", "summary.jitter_cost_fraction", "", "lower", "abs", ""),
     ("jitter_cv", "jitter (step-time cv)", "jitter.cv", "", "lower", "rel", ""),
     ("straggler_cost_deterministic", "straggler cost (deterministic)", "@deterministic_cost", "",
@@ -83,8 +87,14 @@ GATED = (
     "step_time_p99",
     "throughput",
     "throughput_median_step",
+    "throughput_per_card",
+    "throughput_per_card_median_step",
 )
-"""Metrics ``--max-regression`` gates on (tested when both sides carry per-step series)."""
+"""Metrics ``--max-regression`` gates on (tested when both sides carry per-step series) when both
+runs have the same number of cards; otherwise only :data:`PER_CARD` are judged."""
+PER_CARD = ("throughput_per_card", "throughput_per_card_median_step")
+"""What is judged when the runs have different card counts: step time and job throughput change
+with the number of cards (a fixed global batch splits, more cards add samples), per card not."""
 
 
 @dataclass
@@ -101,7 +111,8 @@ class MetricChange:
         p_value: two-sided p-value (:mod:`xpuperf.compare_stats`), None when not tested.
         p_floor: the smallest p-value the test resolves (printed as ``p<`` it).
         verdict: ``"regression"``, ``"improvement"`` or ``"no significant change"`` for tested
-            metrics; ``"worse"``, ``"better"``, ``"unchanged"`` (untested) or ``"n/a"``.
+            metrics; ``"worse"``, ``"better"``, ``"unchanged"`` (untested) or ``"n/a"``;
+            ``"not judged"`` for step time and job throughput when the card counts differ.
     """
 
     name: str
@@ -136,6 +147,8 @@ class CompareResult:
         findings: findings in one run only (:func:`xpuperf.compare_diff.finding_changes`).
         ranks: per-rank median work, base vs current (:func:`~xpuperf.compare_diff.rank_diff`).
         breakdown: phase shares and seconds (:func:`~xpuperf.compare_diff.breakdown_diff`).
+        gated: the metrics judged for a regression: :data:`GATED`, or :data:`PER_CARD` when
+            the two runs have different card counts.
     """
 
     base: RunData
@@ -147,18 +160,23 @@ class CompareResult:
     findings: list[FindingChange] = field(default_factory=list)
     ranks: list[dict[str, Any]] = field(default_factory=list)
     breakdown: list[dict[str, Any]] = field(default_factory=list)
+    gated: tuple[str, ...] = GATED
 
     def metric(self, name: str) -> MetricChange:
         """The metric called ``name``."""
         return next(m for m in self.metrics if m.name == name)
 
     def regressions(self) -> list[MetricChange]:
-        """Gated metrics (:data:`GATED`) judged a regression (tested), or worse (untested)."""
-        return [m for m in self.metrics if m.name in GATED and m.verdict in ("regression", "worse")]
+        """Gated metrics (:attr:`gated`) judged a regression (tested), or worse (untested)."""
+        bad = ("regression", "worse")
+        return [m for m in self.metrics if m.name in self.gated and m.verdict in bad]
 
 
-def _test(test: str, base: RunData, cur: RunData) -> tuple[float, tuple[float, float]] | None:
-    """(p-value, 95 % interval of the relative change) of a metric's test, or None."""
+def _test(
+    test: str, base: RunData, cur: RunData, per_card: bool = False
+) -> tuple[float, tuple[float, float]] | None:
+    """(p-value, 95 % interval of the relative change) of a metric's test, or None; ``per_card``:
+    the throughput tests on each run's samples/s divided by its cards (``summary.ranks``)."""
     tb, tc = base.step_time_s, cur.step_time_s
     if not test or tb is None or tc is None or min(len(tb), len(tc)) < 3:
         return None
@@ -170,9 +188,15 @@ def _test(test: str, base: RunData, cur: RunData) -> tuple[float, tuple[float, f
         return stats.quantile_test(tb, tc, 0.99)
     if base.fps is None or cur.fps is None:
         return None
+    fb, fc = base.fps, cur.fps
+    if per_card:  # the job's samples/s per step over each run's cards
+        fb, fc = (
+            fb / (_get(base.doc, "summary.ranks") or 1),
+            fc / (_get(cur.doc, "summary.ranks") or 1),
+        )
     if test == "median_fps":
-        return stats.median_test(base.fps, cur.fps)
-    return stats.ratio_test(base.fps * tb, cur.fps * tc, tb, tc)  # wall: Σ samples / Σ time
+        return stats.median_test(fb, fc)
+    return stats.ratio_test(fb * tb, fc * tc, tb, tc)  # wall: Σ samples / Σ time
 
 
 def _metric(
@@ -187,7 +211,7 @@ def _metric(
         change = (c - b) if kind == "abs" else ((c - b) / b if b else None)
         worsening = None if change is None else sign * change
     m = MetricChange(name, label, unit, better, kind, b, c, change, worsening)
-    tested = _test(test, base, cur)
+    tested = _test(test, base, cur, name in PER_CARD) if change is not None else None
     if tested is not None:
         m.p_value, m.ci = tested
         if test == "p99":
@@ -228,12 +252,11 @@ def compare_runs(
                 "time and throughput are compared as single values, without a significance "
                 "test — compare logs, or a JSON of `analyze --json`, for a tested verdict."
             )
+    gated = GATED
     rb, rc = _get(base.doc, "summary.ranks"), _get(current.doc, "summary.ranks")
     if rb is not None and rc is not None and rb != rc:
-        notes.append(
-            f"base has {rb:.0f} ranks, current {rc:.0f}: step time and job throughput are not "
-            "like for like — compare runs of the same size, or read per-card throughput."
-        )
+        gated = PER_CARD
+        notes.append(_sizes_note(rb, rc, metrics))
     for side in (base, current):
         if side.step_time_s is not None and len(side.step_time_s) < 20:
             notes.append(
@@ -250,6 +273,28 @@ def compare_runs(
         findings=finding_changes(base.doc, current.doc),
         ranks=rank_diff(base.doc, current.doc),
         breakdown=breakdown_diff(base.doc, current.doc),
+        gated=gated,
+    )
+
+
+def _sizes_note(rb: float, rc: float, metrics: list[MetricChange]) -> str:
+    """Runs of different card counts are judged per card: the step-time and job-throughput rows
+    are marked "not judged" (in place) and the note says what was compared."""
+    for m in metrics:
+        if m.name in GATED and m.name not in PER_CARD:
+            m.verdict = "not judged"
+    card = next(m for m in metrics if m.name == "throughput_per_card")
+    head = f"base has {rb:.0f} cards, current {rc:.0f}: "
+    if card.change is None:
+        return head + (
+            "per-card throughput is unknown on a side (a job-level log without its world size: "
+            "pass --world-size N), so nothing is judged; step time and job throughput change "
+            "with the card count and are shown only"
+        )
+    return head + (
+        f"compared per card (throughput per card {card.base:,.1f} → {card.current:,.1f} "
+        f"samples/s, {card.change:+.1%}); step time and job throughput change with the card "
+        "count and are shown, not judged"
     )
 
 
@@ -273,9 +318,11 @@ def compare_paths(
 def check_max_regression(result: CompareResult, max_regression: float) -> None:
     """Raise :class:`GateFailedError` (exit 1) if a gated metric regressed beyond the limit.
 
-    Gated metrics (:data:`GATED`): wall-clock and median-step throughput, median, mean and p99
-    step time. With per-step series a regression must be significant; without, the values are
-    compared directly (stated in ``result.notes``). ``max_regression`` is a fraction (0.05).
+    Gated metrics (:data:`GATED`): wall-clock and median-step throughput (job and per card),
+    median, mean and p99 step time; runs with different card counts: per card only
+    (:data:`PER_CARD`). With per-step series a regression must be significant; without, the
+    values are compared directly (stated in ``result.notes``). ``max_regression`` is a fraction
+    (0.05).
     """
     bad = [
         m for m in result.regressions() if m.worsening is not None and m.worsening > max_regression

@@ -94,9 +94,10 @@ def compare(
     max_regression: Annotated[
         str | None,
         typer.Option(
-            help="Exit 1 if wall-clock or median-step throughput, or the median, mean or p99 "
-            "step time got significantly worse by more than this: 5% (a bare 5 is also 5 %; "
-            "0.05 is a fraction)."
+            help="Exit 1 if wall-clock or median-step throughput (job or per card), or the "
+            "median, mean or p99 step time got significantly worse by more than this: 5% (a "
+            "bare 5 is also 5 %; 0.05 is a fraction). Runs with different card counts are "
+            "judged per card only."
         ),
     ] = None,
     alpha: Annotated[float, typer.Option(min=0.0, max=1.0, help="Significance level.")] = 0.01,
