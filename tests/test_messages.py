@@ -72,7 +72,7 @@ def test_bad_topology_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     err = _err(["topo", "show", str(p)], capsys)
     assert err.startswith(
         f"xpuperf: error: {p}:3: nodes[0].devcies: unknown key; did you mean 'devices'? "
-        "(allowed: count, devices, links, name, nics, numa_nodes, "
+        "(allowed: assumed, count, devices, links, name, nics, numa_nodes, "
     ), err
 
 
