@@ -134,3 +134,17 @@ def test_the_logs_own_rate_is_shown_and_checked(tmp_path: Path) -> None:
     assert "the log ran 30; train_samples 960 / 20.0 s = 48.0/s" in src
     # measured here: 30 steps × 32 over 13 s of windows
     assert s.throughput_wallclock_samples_per_s == pytest.approx(960 / 13.0)
+
+
+@pytest.mark.parametrize("last", ["0", "9" * 400])
+def test_eval_points_with_a_step_of_zero_or_beyond_a_float_are_dropped(
+    tmp_path: Path, last: str
+) -> None:
+    # found by the fuzz target: the batch was train_samples / last step (ZeroDivisionError at
+    # step 0) and a 400-digit step overflowed float(); both are bad rows, never a traceback
+    p = _bert(tmp_path, with_eval_events=False)
+    text = p.read_text().replace("{'global_steps': 30,", "{'global_steps': " + last + ",")
+    p.write_text(text)
+    r = read_logs([p])
+    assert r.table["step"].tolist() == [10, 20]  # the last window is dropped, said on stderr
+    assert r.warnings

@@ -116,14 +116,17 @@ def read(src: Source) -> TextTable:
             speed.add(n, step=as_float(offset + end), throughput=as_float(m.group(4)))
         elif pending_eval is not None and "'global_steps'" in text:
             m = STEPS.search(text)
-            if m:
+            if m and len(m.group(1)) > 15:  # beyond 2**53: no float step number
+                evals.drop("global_steps out of range", n)
+            elif m:
                 points.append((pending_eval[0], pending_eval[1], int(m.group(1)), evaluating[1]))
                 evaluating[1] = 0.0
             pending_eval = None
         elif "_per_second'" in text or "max_steps=" in text:
             _summary_facts(text, said)
     gbs = ev.get("global_batch_size")
-    if not gbs and points and ev.get("train_samples", 0) > 0:  # NVIDIA BERT logs no batch event
+    if not gbs and points and points[-1][2] > 0 and ev.get("train_samples", 0) > 0:
+        # NVIDIA BERT logs no batch event
         per_step = ev["train_samples"] / points[-1][2]
         gbs = per_step if per_step.is_integer() else None
     start = blocks[0][1] if blocks else ev.get("run_start")
