@@ -83,3 +83,18 @@ def test_the_first_epoch_is_marked_as_start_up_only_at_the_run_start(tmp_path: P
     r = read_logs([bench])
     assert r.table["step_time_s"].tolist() == pytest.approx([0.6, 0.15])  # 12 s / 20, 3 s / 20
     assert r.warmup_rows == 1
+
+
+def test_an_epoch_time_beyond_a_float_is_no_step_count(tmp_path: Path) -> None:
+    # found by the fuzz target: a 400-digit epoch time is inf seconds, and round(inf / 10 ms)
+    # raised OverflowError; that epoch has no step count (one step), the others keep theirs
+    big = "9" * 400
+    p = tmp_path / "ms.log"
+    p.write_text(
+        "epoch: 1 step: 100, loss is 5.0\n"
+        "epoch: [1/90] loss: 5.2, epoch time: 1000.0 ms, per step time: 10.0 ms\n"
+        f"epoch: [2/90] loss: 5.1, epoch time: {big} ms, per step time: 10.0 ms\n"
+    )
+    t = read_logs([p], fmt="mindspore").table
+    # epoch 1: 1000 / 10 = 100 steps; epoch 2 keeps the last known count (100): step 200
+    assert t["step"].tolist() == [100, 200]

@@ -78,6 +78,9 @@ def read(src: Source) -> TextTable:
                 step = epoch_end[1] + (epoch - epoch_end[0]) * k
             else:  # the first row, or the epochs restart (another run: told below)
                 step = epoch * k
+            if step >= 2**53:  # no float holds the step number
+                rows.drop("epoch or step number out of range", n)
+                continue
             epoch_end = (epoch, step)
             row = {"step": float(step), "step_time_s": per_step}
             kind = "per_step"
@@ -128,5 +131,7 @@ def _steps_in(text: str, per_step_s: float) -> int | None:
     m = EPOCH_TIME.search(text)
     if m is None or not per_step_s > 0:
         return None
-    k = round(as_float(m.group(1)) * _UNIT[m.group(2)] / per_step_s)
-    return k if k >= 1 else None
+    ratio = as_float(m.group(1)) * _UNIT[m.group(2)] / per_step_s
+    if not 1 <= ratio < 2**53:  # nan, inf or a count no float step number holds
+        return None
+    return round(ratio)

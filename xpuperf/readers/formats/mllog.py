@@ -175,8 +175,9 @@ def _world(ev: dict[str, float], tags: set[int]) -> tuple[int | None, str]:
     gbs, local = ev.get("global_batch_size"), ev.get("d_batch_size")
     acc = ev.get("gradient_accumulation_steps") or 1.0
     if gbs and local and acc and gbs == gbs and local == local and acc == acc:
-        n = gbs / (local * acc)
-        if n >= 1 and float(n).is_integer():
+        den = local * acc
+        n = gbs / den if den > 0 else 0.0
+        if 1 <= n < 2**53 and float(n).is_integer():
             return int(n), "MLLOG global_batch_size / (d_batch_size × gradient_accumulation_steps)"
     if len(tags) > 1:
         return max(tags) + 1, "launcher rank prefixes (srun -l)"
