@@ -172,3 +172,11 @@ def test_out_of_range_values_are_skipped_not_fatal() -> None:
     t = read_scaling_table(text)
     assert t.rows["cards"].tolist() == [1, 4]
     assert any("2 row(s) skipped, first <text>:4: value out of range" in n for n in t.notes)
+
+
+def test_a_field_over_the_csv_limit_is_no_table_not_a_traceback(tmp_path: Path) -> None:
+    # found by the fuzz target through analyze's "what kind of file is this" hint: a 200 kB
+    # run without a tab or comma raised _csv.Error (field larger than field limit)
+    p = tmp_path / "x.txt"
+    p.write_text("x" * 200_000 + "\tcards\n1\t2\n")
+    assert sniff_scaling_table(p) is None

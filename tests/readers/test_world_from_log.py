@@ -159,3 +159,13 @@ def test_a_job_level_log_over_the_cap_is_never_read_as_one_rank_of_many(
     assert r.table["rank"].nunique() == 1
     assert (r.table["samples"] == 512).all()
     assert len(calls) == 1
+
+
+def test_a_world_size_beyond_the_limit_is_ignored_with_a_note(tmp_path: Path) -> None:
+    # found by the fuzz target: a 40-digit world size in the log reached np.arange (ValueError:
+    # Maximum allowed size exceeded) when the log had no step rows to bound it
+    head = "using world size: " + "9" * 40 + ", data-parallel size: 8"
+    r = read_logs([_megatron(tmp_path, head)])
+    assert r.job_level_cards is None
+    assert r.table["rank"].nunique() == 1
+    assert any("more than 1,000,000 ranks: ignored" in w for w in r.warnings)

@@ -94,7 +94,7 @@ def one_rank(
         if launch is None:
             return table, "", None
         n, where = launch[0], f"the log's {launch[1]}"
-    if n <= 1 or n * len(table) > MAX_SPREAD_ROWS:
+    if n <= 1 or n > MAX_WORLD or n * len(table) > MAX_SPREAD_ROWS:
         return table, "", None
     out = spread(table, n, per_card=False)
     return (
@@ -168,6 +168,11 @@ def choose(given: int | None, raw: object, rows: int) -> tuple[int | None, str]:
         return given, ""
     if not stated or stated < 1:
         return None, ""
+    if stated > MAX_WORLD:
+        return None, (
+            f"the log states a world size of {stated:,} ({where}), more than {MAX_WORLD:,} "
+            "ranks: ignored, read as one rank (pass --world-size N if the log is one card's)"
+        )
     if stated * rows > MAX_SPREAD_ROWS:
         return None, (
             f"the log states a world size of {stated:,} ({where}), but {rows:,} steps × "

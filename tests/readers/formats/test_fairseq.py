@@ -218,3 +218,15 @@ def test_sniff() -> None:
     assert fairseq.sniff(["2021-05-01 10:00:00 | INFO | fairseq_cli.train | task: translation"])
     assert not fairseq.sniff(["| INFO | train | epoch 001 | loss 5.1 | num_updates 450 | wall 9"])
     assert not fairseq.sniff(["Stopping training due to num_updates: 800 >= max_update: 800"])
+
+
+def test_a_subnormal_ups_gives_no_step_time_and_no_warning(tmp_path: Path) -> None:
+    # found by the fuzz target: 1 / 2e-320 overflowed with a RuntimeWarning; such a line has no
+    # ups; its step time falls back to Δwall/Δupdates = 10 s / 100 updates = 0.1 s
+    p = _write(tmp_path, _inner(100, 1.0, 100), _inner(200, 2e-320, 110), _inner(300, 1.0, 120))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table, _ = _read(p)
+    assert table.frame["step_time_s"].tolist() == pytest.approx([1.0, 0.1, 1.0])

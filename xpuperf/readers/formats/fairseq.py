@@ -254,8 +254,9 @@ def _rows(seen: _Seen, rows: Rows) -> None:
     ups = np.asarray(seen.ups, dtype=np.float64)
     wall = np.asarray(seen.wall, dtype=np.float64)
     running = np.asarray(seen.running, dtype=bool)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         by_ups = np.where(ups > 0, 1.0 / ups, NAN)
+        by_ups[~np.isfinite(by_ups)] = NAN  # a subnormal ups: no step time
         du, dw = np.diff(u, prepend=NAN), np.diff(wall, prepend=NAN)
         by_wall = np.where((du > 0) & (dw > 0), dw / du, NAN)
         ok = ~running & np.isfinite(by_ups) & np.isfinite(by_wall) & (dw >= 5)

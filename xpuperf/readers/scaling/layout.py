@@ -181,7 +181,10 @@ def delimited_grids(lines: list[str]) -> list[Grid]:
     for delim, form in (("\t", "tsv"), (",", "csv"), (";", "semicolon")):
 
         def split(line: str, d: str = delim) -> list[str]:
-            return [c.strip() for c in next(csv.reader([line], delimiter=d), [])]
+            try:
+                return [c.strip() for c in next(csv.reader([line], delimiter=d), [])]
+            except csv.Error:  # a field over the csv module's limit, a stray NUL: no table row
+                return [line]
 
         def row(line: str, n: int, split: Callable[[str], list[str]] = split) -> list[str] | None:
             cells = split(line)
