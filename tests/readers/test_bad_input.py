@@ -366,3 +366,15 @@ def test_line_reader_keeps_rows_whose_bad_bytes_are_in_unread_columns(tmp_path) 
     assert res.table["step"].tolist() == list(range(120))
     assert len(res.warnings) == 1
     assert "skipped 1 row: not valid UTF-8 text" in res.warnings[0]
+
+
+def test_parquet_with_corrupt_pandas_metadata_is_read(tmp_path) -> None:
+    # found by the fuzz target: pyarrow parses the schema's "pandas" metadata in to_pandas and
+    # raised JSONDecodeError on a damaged one; the columns themselves are fine
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = pa.table({"rank": [0, 0], "step": [1, 2], "step_time_s": [0.5, 0.25]})
+    pq.write_table(t.replace_schema_metadata({b"pandas": b"{not json"}), tmp_path / "r.parquet")
+    res = read_logs([tmp_path / "r.parquet"])
+    assert res.table["step_time_s"].tolist() == [0.5, 0.25]

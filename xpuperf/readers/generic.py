@@ -289,11 +289,12 @@ def read_parquet(src: Source) -> RawTable:
     except (pa.ArrowException, OSError, ValueError) as exc:
         why = " ".join(str(exc).split())  # pyarrow messages span lines
         raise InputError(f"not a readable Parquet file ({why})", src.name) from exc
-    return RawTable(
-        table.to_pandas(split_blocks=True, self_destruct=True, date_as_object=False),
-        unit="row",
-        columns=names,
+    # the pandas metadata in the schema only restores an index and dtypes the columns already
+    # carry; a corrupt one raised JSONDecodeError/TypeError/SyntaxError from pyarrow (fuzz)
+    frame = table.replace_schema_metadata(None).to_pandas(
+        split_blocks=True, self_destruct=True, date_as_object=False
     )
+    return RawTable(frame, unit="row", columns=names)
 
 
 def _first_text_line(lines: list[str]) -> str | None:
