@@ -194,8 +194,10 @@ def test_a_mangled_root_cell_is_not_a_crash(tmp_path):
     assert fr.loc[fr["size_bytes"] == 1 << 30, "root"].tolist() == [-1, -1, -1]
 
 
+@pytest.mark.filterwarnings("error")
 def test_an_overflowing_wrong_count_is_a_finding_not_a_crash(tmp_path):
-    # fuzzing: two #wrong cells of 1e308 sum to inf, which int() refused
+    # fuzzing: two #wrong cells of 1e308 sum to inf, which int() refused; the sum printed a
+    # numpy RuntimeWarning on stderr
     text = THREE.read_text()
     for cells in ("5231.6  205.24  359.17", "5252.5  204.42  357.74"):
         text = text.replace(f"{cells}       0", f"{cells}  1e308")

@@ -182,9 +182,12 @@ def calibrate_files(
     wrongs = []
     for i, (path, t) in enumerate(tables):
         rows = frame[frame["table"] == i]
-        wrong = pd.to_numeric(rows["check"], errors="coerce").fillna(0).sum()
-        wrong += pd.to_numeric(rows["inplace_check"], errors="coerce").fillna(0).sum()
-        wrongs.append(float(wrong) if t.check_kind == "#wrong" else 0.0)
+        wrong = sum(  # Python floats: a huge #wrong is inf, not a numpy RuntimeWarning
+            float(v)
+            for col in ("check", "inplace_check")
+            for v in pd.to_numeric(rows[col], errors="coerce").fillna(0)
+        )
+        wrongs.append(wrong if t.check_kind == "#wrong" else 0.0)
         findings += checks.table_findings(path, t, wrongs[-1])
     for fit in fits:
         findings += checks.fit_findings(fit) + sweep.findings(fit)  # XP611: collapsed sizes
