@@ -39,7 +39,11 @@ Columns (one row per line, read as one rank; each row is the mean of its interva
 ``distributed_world_size`` in the printed arguments, else the number of ranks that printed
 ``distributed init (rank R)`` / ``initialized host H as rank R`` (this log's processes only).
 End-of-epoch ``train`` summaries and ``valid`` lines are not steps: a note counts them. A line
-repeating an update already read (a resumed run restarts at its checkpoint) is skipped.
+repeating an update already read (a resumed run restarts at its checkpoint) is skipped; one
+line below the last update followed by a line above it (a cut digit) is a dropped row instead.
+Dropped rows, counted by reason: a ``train_inner`` line without ``num_updates`` or without both
+``ups`` and ``wall`` (cut), ``ups`` infinite or negative, ``bsz`` / ``wpb`` not in
+(0, :data:`MAX_BSZ`] / (0, :data:`MAX_WPB`].
 """
 
 from __future__ import annotations
@@ -68,6 +72,11 @@ _TRAINING_ON = re.compile(r"\btraining on (\d+) (?:devices|GPUs?|TPUs?)\b")
 _DWS = re.compile(r"\bdistributed_world_size['\"]?\s*[=:]\s*(\d+)")
 _INIT = re.compile(r"\bdistributed init \(rank (\d+)\)|\binitialized host \S+ as rank (\d+)")
 _CLI = re.compile(r"\b(?:fairseq|metaseq)_cli\.(?:hydra_)?train\b")
+_INNER = re.compile(r"\| train_inner \| |\]\[train_inner\]\[|^\| epoch \d+:\s+\d+ / \d+ \w+=")
+MAX_BSZ = 1e9
+"""``bsz`` (sentences per update, whole job) above this is not a batch: the row is dropped."""
+MAX_WPB = 1e12
+"""``wpb`` (tokens per update, whole job) above this is not a batch: the row is dropped."""
 COARSE_UPS = 0.1
 """Below this, ``ups`` printed with two decimals is ±5 % or worse: the wall clock is used."""
 MIN_SPAN_S = 10.0
@@ -75,6 +84,17 @@ MIN_SPAN_S = 10.0
 MISREPORT = 1.5
 """``ups`` off the wall clock by more than this factor (median over the log) is not used."""
 CUT = "fairseq step line that does not parse (cut line?)"
+NO_UPDATES = "fairseq train_inner line without num_updates (cut?)"
+NO_CLOCK = "fairseq train_inner line without ups= or wall= (cut?)"
+BAD_UPS = "fairseq line whose ups is not a finite positive number"
+BAD_BATCH = (
+    f"fairseq line whose bsz or wpb is not a number in (0, {MAX_BSZ:.0e}] sentences / "
+    f"(0, {MAX_WPB:.0e}] tokens per update"
+)
+OUT_OF_ORDER = (
+    "fairseq line whose num_updates goes back on this one line only (the lines around it go on: "
+    "a cut or garbled number?)"
+)
 NO_RATE = (
     "fairseq line without a usable ups (ups=0: the first logged update of a run has no rate "
     "yet) and no earlier line's wall= to difference"
@@ -111,6 +131,9 @@ class _Seen:
     running: list[bool] = field(default_factory=list)
     cells: list[dict[str, float]] = field(default_factory=list)
     back: int = 0
+    pending: int | None = None
+    """Line number of a num_updates below the last one read, not yet known as restart or slip."""
+    restarting: bool = False
     summaries: dict[str, int] = field(default_factory=lambda: {"train": 0, "valid": 0})
 
 
@@ -128,6 +151,9 @@ def read(src: Source) -> TextTable:
     inits: set[int] = set()
     for n, _tag, text in console.iter_lines(src, bad):
         if "num_updates" not in text:
+            if ("train_inner" in text or "| epoch " in text) and _INNER.search(text):
+                rows.drop(NO_UPDATES, n)  # cut before num_updates
+                continue
             if "training on " in text and world is None and (m := _TRAINING_ON.search(text)):
                 world = int(m.group(1)), f"'{m.group(0)}' line"
             elif "distributed_world_size" in text and dws is None and (m := _DWS.search(text)):
@@ -138,6 +164,8 @@ def read(src: Source) -> TextTable:
                 inits.add(int(m.group(1) or m.group(2)))
             continue
         _line(seen, rows, n, text)
+    if seen.pending is not None:  # the last step line went back: a cut last line
+        rows.drop(OUT_OF_ORDER, seen.pending)
     rows.undecodable(bad)
     _rows(seen, rows)
     if not len(rows) and any(seen.summaries.values()):
@@ -218,10 +246,21 @@ def _line(seen: _Seen, rows: Rows, n: int, text: str) -> None:
         rows.drop(CUT, n)
         return
     ups, wall = as_float(vals.get("ups", NAN)), as_float(vals.get("wall", NAN))
-    if seen.updates and u <= seen.updates[-1]:
-        # the same values again: a tqdm bar redrawn, or a line printed twice; else a restart
-        same = u == seen.updates[-1] and _same(ups, seen.ups[-1]) and _same(wall, seen.wall[-1])
-        seen.back += not same
+    if _went_back(seen, rows, n, u, ups, wall):
+        return
+    if "ups" not in vals and "wall" not in vals and (tag == "train_inner" or "loss" in vals):
+        rows.drop(NO_CLOCK, n)
+        return
+    if ups < 0 or ups == np.inf:
+        rows.drop(BAD_UPS, n)
+        return
+    batch = {"samples": vals.get("bsz"), "tokens": vals.get("wpb")}
+    cells = {k: as_float(NAN if v is None else v) for k, v in batch.items()}
+    if any(
+        batch[k] is not None and not (0 < cells[k] <= top)
+        for k, top in (("samples", MAX_BSZ), ("tokens", MAX_WPB))
+    ):
+        rows.drop(BAD_BATCH, n)
         return
     order = {k: i for i, k in enumerate(keys)}
     running = (
@@ -235,13 +274,33 @@ def _line(seen: _Seen, rows: Rows, n: int, text: str) -> None:
     seen.wall.append(wall)
     seen.running.append(running)
     ts = console.timestamp(head) if head else None
-    seen.cells.append(
-        {
-            "samples": as_float(vals.get("bsz", NAN)),
-            "tokens": as_float(vals.get("wpb", NAN)),
-            **({"t_end_s": ts} if ts is not None else {}),
-        }
-    )
+    seen.cells.append({**cells, **({"t_end_s": ts} if ts is not None else {})})
+
+
+def _went_back(seen: _Seen, rows: Rows, n: int, u: float, ups: float, wall: float) -> bool:
+    """True when line ``n`` (``num_updates`` = ``u``) repeats or goes below an update read.
+
+    One line below the last update whose next step line goes on above it is a slip (a cut
+    digit: ``num_updates=25`` for 250), dropped with :data:`OUT_OF_ORDER`; when the next one
+    stays at or below it, a resumed run restarts (counted in ``seen.back``, not rows)."""
+    last = seen.updates[-1] if seen.updates else -1.0
+    if seen.pending is not None:
+        if u > last:  # the lines go on: the pending line was a slip
+            rows.drop(OUT_OF_ORDER, seen.pending)
+        else:
+            seen.back += 1
+            seen.restarting = True
+        seen.pending = None
+    if u > last:
+        seen.restarting = False
+        return False
+    # the same values again: a tqdm bar redrawn, or a line printed twice; else a restart
+    same = u == last and _same(ups, seen.ups[-1]) and _same(wall, seen.wall[-1])
+    if not same and u < last and not seen.restarting:
+        seen.pending = n
+    else:
+        seen.back += not same
+    return True
 
 
 def _same(a: float, b: float) -> bool:
