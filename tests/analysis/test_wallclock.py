@@ -80,7 +80,11 @@ def test_timestamps_count_time_between_steps() -> None:
     assert s.wallclock_source == "timestamps"
     assert s.wall_time_s == pytest.approx(175.0)
     assert s.throughput_wallclock_samples_per_s == pytest.approx(3520 / 175)
-    assert s.jitter_cost_s == pytest.approx(175.0 - 110.0)
+    # split: the steps' own loss 145 − 110 = 35 s, and 175 − 145 = 30 s outside the steps
+    assert s.jitter_cost_s == pytest.approx(35.0)
+    assert s.outside_steps_s == pytest.approx(30.0)
+    assert s.outside_steps_fraction == pytest.approx(30.0 / 175.0)
+    assert s.jitter_cost_s + s.outside_steps_s == pytest.approx(175.0 - 110.0)
 
 
 def test_whole_second_stamps_on_a_short_run_fall_back_to_step_times() -> None:

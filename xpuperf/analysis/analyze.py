@@ -18,6 +18,7 @@ from xpuperf.analysis.breakdown import decompose
 from xpuperf.analysis.checks import step_checks
 from xpuperf.analysis.grid import grid_of
 from xpuperf.analysis.jitter import analyze_jitter
+from xpuperf.analysis.outside_steps import outside_steps
 from xpuperf.analysis.phase_jitter import phase_jitter
 from xpuperf.analysis.rates import mfu_summary, token_rates
 from xpuperf.analysis.results import (
@@ -142,15 +143,18 @@ def analyze(
     )
     phase_findings, phase_check = phase_jitter(table, warm)
     findings += phase_findings
-    findings.sort(key=lambda x: -x.severity.rank)
     summary = _summary(table, steady_job, warm, len(rank_ids), job, sampled_rows)
+    outside, outside_check = outside_steps(summary)
+    if outside:  # the logged steps are flat, but the run is not: no "nothing to do"
+        findings = [f for f in findings if f.code != "XP206"] + outside
+    findings.sort(key=lambda x: -x.severity.rank)
     if cards_unknown:
         summary.unknown_cards(cards_unknown)
     if "mfu" in table.columns:  # the three columns only: the table may be large
         summary.mfu = mfu_summary(split_warmup(table[["rank", "step", "mfu"]], warm))
     checks = step_checks(
         summary, jitter, stragglers, breakdown, stalls, findings, base_steady is not None
-    ) + ([phase_check] if phase_check else [])
+    ) + [c for c in (phase_check, outside_check) if c]
     return AnalyzeResult(
         sources=list(sources),
         summary=summary,
@@ -226,7 +230,8 @@ def _summary(
     wc = wallclock(steady_job, table, prev, sampled)
     med = float(np.median(t))
     thr_wall = wc.samples / wc.wall_time_s if thr is not None and np.isfinite(wc.samples) else None
-    cost_s = wc.wall_time_s - wc.iterations * med
+    cost_s = wc.sum_step_times_s - wc.iterations * med  # the logged steps' own loss
+    out_s = wc.outside_steps_s  # time between them (timestamps only)
     return Summary(
         ranks=ranks,
         nodes=nodes,
@@ -250,6 +255,8 @@ def _summary(
         iterations=wc.iterations,
         jitter_cost_s=cost_s,
         jitter_cost_fraction=cost_s / wc.wall_time_s,
+        outside_steps_s=out_s,
+        outside_steps_fraction=out_s / wc.wall_time_s if out_s is not None else None,
         **token_rates(steady_job, wc, ranks),
     )
 

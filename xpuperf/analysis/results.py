@@ -203,11 +203,15 @@ class Summary:
             Rows of logs that print every k steps are window means: a row covers k iterations.
         wallclock_source: ``"timestamps"`` or ``"step_times"``.
         iterations: iterations the steady rows cover (= ``steps`` when every step is logged).
-        jitter_cost_s: ``wall_time_s`` − iterations × median step time: the seconds lost to
-            spikes, stalls, jitter (and, with timestamps, time between steps), seconds.
-        jitter_cost_fraction: ``jitter_cost_s / wall_time_s`` = 1 − wall-clock / median-step
-            throughput at a constant batch; negative when the typical step is slower than the
-            mean.
+        jitter_cost_s: Σ logged step times (× iterations per row) − iterations × median step
+            time: the seconds the logged steps lose to spikes, stalls and jitter.
+        jitter_cost_fraction: ``jitter_cost_s / wall_time_s``; negative when the typical step is
+            slower than the mean. With ``outside_steps_fraction`` it adds up to 1 − wall-clock /
+            median-step throughput at a constant batch.
+        outside_steps_s: with timestamps, wall time − Σ logged step times: time between the
+            logged steps (evaluation, checkpoints, logging), seconds (XP211 from 5 % of the wall
+            time); None when the wall time is the Σ of the step times.
+        outside_steps_fraction: ``outside_steps_s / wall_time_s``, or None.
         throughput_tokens_per_s, throughput_per_card_tokens_per_s: median-step tokens/s (job,
             per card), when the step table has ``tokens`` (else None), as the samples figures.
         throughput_wallclock_tokens_per_s, throughput_per_card_wallclock_tokens_per_s: Σ tokens
@@ -241,6 +245,8 @@ class Summary:
     iterations: int | None = None
     jitter_cost_s: float | None = None
     jitter_cost_fraction: float | None = None
+    outside_steps_s: float | None = None
+    outside_steps_fraction: float | None = None
     throughput_tokens_per_s: float | None = None
     throughput_per_card_tokens_per_s: float | None = None
     throughput_wallclock_tokens_per_s: float | None = None

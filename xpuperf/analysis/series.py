@@ -92,6 +92,9 @@ class WallClock:
         tokens: Σ tokens × iterations over rows (NaN when unknown or the series has no tokens).
         source: ``"timestamps"`` (end-of-step timestamps of one rank) or ``"step_times"``.
         sum_step_times_s: Σ job step time × iterations (the wall time without timestamps), s.
+        outside_steps_s: with ``source == "timestamps"``, ``wall_time_s − sum_step_times_s``:
+            the time between the logged steps (evaluation, checkpoints, logging), s; None
+            without timestamps (the wall time is then the step times: nothing is outside them).
     """
 
     wall_time_s: float
@@ -100,6 +103,7 @@ class WallClock:
     source: str
     sum_step_times_s: float
     tokens: float = float("nan")
+    outside_steps_s: float | None = None
 
 
 def row_iterations(steps: np.ndarray, prev_step: int | None = None) -> np.ndarray:
@@ -170,6 +174,7 @@ def wallclock(
         wall = span + float(t[0] * k[0])
         if span >= 100 * quantum and wall >= 0.9 * total:
             out.wall_time_s, out.source = wall, "timestamps"
+            out.outside_steps_s = wall - total
     return out
 
 

@@ -10,8 +10,11 @@ Schema ``xpuperf.analyze/1``. Keys CI jobs may rely on (a contract; additions on
 job-level log whose card count is unknown: ``summary.cards_unknown`` = ``"job"``; the job keys are
 null instead for one card's view of a job of unknown size: ``"card"``), ``summary.wall_time_s``,
 ``summary.wallclock_source`` (timestamps | step_times), ``summary.iterations``,
-``summary.jitter_cost_s`` and ``summary.jitter_cost_fraction`` (wall time − iterations × median
-step time: what spikes, stalls and jitter cost), ``summary.throughput_wallclock_tokens_per_s``,
+``summary.jitter_cost_s`` and ``summary.jitter_cost_fraction`` (Σ logged step times − iterations
+× median step time: what spikes, stalls and jitter of the logged steps cost),
+``summary.outside_steps_s`` and ``summary.outside_steps_fraction`` (with timestamps: wall time −
+Σ logged step times, the time between the steps; null without timestamps),
+``summary.throughput_wallclock_tokens_per_s``,
 ``summary.throughput_per_card_wallclock_tokens_per_s``, ``summary.throughput_tokens_per_s``
 (median step) and ``summary.throughput_per_card_tokens_per_s`` (tokens/s, null when the logs
 count no tokens), ``summary.mfu`` (null without MFU in the logs, else ``median``, ``rank_min``,

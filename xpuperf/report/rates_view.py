@@ -23,10 +23,10 @@ the per-card figures of a job-level log, the job figures of one card's view."""
 
 def throughput_rows(s: Any) -> list[tuple[str, str]]:
     """(label, text) rows: wall-clock throughput (the headline), median step, tokens/s, MFU and
-    the gap between wall-clock and median step as the cost of jitter, spikes and stalls
-    (``s``: a ``Summary``). When the job's card count is unknown (``s.cards_unknown``) the
-    side a world size is needed for reads "unknown": per card for a job-level log, the job
-    for one card's view."""
+    the gap between wall-clock and median step split into the cost of jitter, spikes and stalls
+    of the logged steps and, with timestamps, the time outside them (``s``: a ``Summary``).
+    When the job's card count is unknown (``s.cards_unknown``) the side a world size is needed
+    for reads "unknown": per card for a job-level log, the job for one card's view."""
     src = "timestamps" if s.wallclock_source == "timestamps" else "Σ step times"
     span = f"{s.wall_time_s:,.1f} s" if s.wall_time_s is not None else "n/a"
     unknown = getattr(s, "cards_unknown", None)
@@ -69,6 +69,10 @@ def throughput_rows(s: Any) -> list[tuple[str, str]]:
         text = f"{what} {pct(abs(s.jitter_cost_fraction))} of wall time "
         text += f"({abs(s.jitter_cost_s):,.1f} s of {span}) vs every step at the median"
         rows.append(("jitter & spikes", text))
+    out_s, out_f = getattr(s, "outside_steps_s", None), getattr(s, "outside_steps_fraction", None)
+    if out_s is not None and out_f is not None:  # timestamps: wall span − Σ logged step times
+        rows.append(("outside the steps", f"{pct(out_f)} of wall time ({out_s:,.1f} s of {span}) "
+                     "between the logged steps (timestamps span − Σ step times)"))  # fmt: skip
     return rows
 
 
