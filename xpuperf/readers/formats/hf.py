@@ -10,9 +10,11 @@ Step line: a Python dict printed by ``Trainer.log``, optionally after a timestam
 Columns: ``step`` = ``global_step/max_steps`` (ms-swift) or ``step``, else counted; ``t_end_s`` =
 the line's timestamp, else ``elapsed_time`` (``'1h 25m 15s'``) — the step time is then the
 difference of consecutive timestamps over the steps between the lines (the first line has none);
-without any time, ``steps_per_sec`` = ``train_speed(iter/s)`` (a running average since the start).
-Evaluation dicts (``eval_*``) and the final ``train_runtime`` summary are not steps; the summary
-becomes a note, or, when no line carries time (stock transformers 5.x), the one row
+without any time, ``steps_per_sec`` = ``train_speed(iter/s)`` (a running average since the start);
+without that either, the Trainer's tqdm bar (:mod:`~xpuperf.readers.formats.tqdm`) when the log
+holds one. Evaluation dicts (``eval_*``) and the final ``train_runtime`` summary are not steps;
+the summary becomes a note, or, when no line carries time and no bar ran 5 ticks of its clock
+(stock transformers 5.x on a short run), the one row
 (:func:`~xpuperf.readers.formats.hf_state.console_summary`). Read as rank 0: the Trainer logs on
 the main process only.
 """
@@ -23,7 +25,7 @@ import ast
 import re
 
 from xpuperf.errors import InputError
-from xpuperf.readers.base import Source
+from xpuperf.readers.base import Source, short
 from xpuperf.readers.formats import console
 from xpuperf.readers.formats.table import NAN, Rows, TextTable, as_float
 
@@ -53,6 +55,7 @@ def read(src: Source) -> TextTable:
     summary = None
     summary_line = 0
     count = 0
+    first: tuple[int, str] | None = None  # the first step line, quoted when nothing is timed
     for n, _tag, text in console.iter_lines(src, bad):
         if "{'" not in text:
             continue
@@ -72,6 +75,7 @@ def read(src: Source) -> TextTable:
         if any(str(k).startswith("eval_") for k in d) or "loss" not in d:
             continue
         count += 1
+        first = first or (n, m.group(2))
         gs = d.get("global_step/max_steps")
         step = as_float(str(gs).split("/")[0]) if gs is not None else as_float(d.get("step", count))
         ts = console.timestamp(m.group(1))
@@ -88,15 +92,21 @@ def read(src: Source) -> TextTable:
     elif frame["steps_per_sec"].notna().any():
         out.frame = frame.drop(columns="t_end_s")
         out.notes.append("step time = 1 / train_speed(iter/s), a running average since the start")
+    elif (bar := _bar(src, summary)) is not None:
+        out = bar
     elif summary is not None and "train_steps_per_second" in summary:
         from xpuperf.readers.formats import hf_state  # imports this module
 
         return hf_state.console_summary(src, summary, summary_line)
     else:
+        line, text = first or (None, "")
         raise InputError(
-            "the Trainer log lines carry no time: keep timestamps (e.g. docker logs -t, or "
-            "logging with %(asctime)s) or log train_speed; one line reads: " + EXAMPLE,
+            "the Trainer log lines carry no time and the log holds no training progress bar: "
+            "keep timestamps (e.g. docker logs -t, or logging with %(asctime)s), log "
+            "train_speed or keep the tqdm bar (2>&1); the first step line reads: "
+            + short(text, 120),
             src.name,
+            line,
         )
     if summary is not None:
         out.notes.append(
@@ -107,4 +117,24 @@ def read(src: Source) -> TextTable:
                 if k in summary
             )
         )
+    return out
+
+
+def _bar(src: Source, summary: dict | None) -> TextTable | None:
+    """The Trainer's tqdm bar read as the steps (:mod:`~xpuperf.readers.formats.tqdm`) when
+    the dict lines carry no time; None when the log holds no training bar, or when a bar too
+    short for its 1 s clock (every row from tqdm's displayed rate) stands beside the summary's
+    ``train_runtime``, which times such a run better."""
+    from xpuperf.readers.formats import tqdm
+
+    try:
+        out, clocked = tqdm.read_bars(src)
+    except InputError:
+        return None
+    if not clocked and summary is not None and "train_steps_per_second" in summary:
+        return None
+    out.notes.append(
+        "the Trainer dict lines carry no time: the steps are the Trainer's tqdm bar (one bar "
+        "step = one optimizer step)"
+    )
     return out

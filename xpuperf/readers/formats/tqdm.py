@@ -144,6 +144,13 @@ def read(src: Source) -> TextTable:
     Raises:
         InputError: no training bar (only evaluation or data bars, or none at all).
     """
+    return read_bars(src)[0]
+
+
+def read_bars(src: Source) -> tuple[TextTable, int]:
+    """:func:`read` and how many of its rows are timed by the bar's clock (the others take
+    tqdm's displayed rate: a bar that ran under :data:`SHORT` clock ticks). Raises as
+    :func:`read`."""
     rows = Rows()
     bad: list[int] = []
     streams: dict[int | None, _Stream] = {}
@@ -185,7 +192,7 @@ def read(src: Source) -> TextTable:
             rows.add(line, step=step, step_time_s=st, **extra)
     out = rows.table(src, "tqdm training bar", EXAMPLE)
     out.notes.extend(_notes(seen, chosen, streams, samples))
-    return out
+    return out, sum(how != RATE for _, bar in chosen for *_, how in bar.rows)
 
 
 def _note_line(text: str, seen: _Seen) -> None:
