@@ -39,6 +39,7 @@ from xpuperf.readers.base import (
     short,
 )
 from xpuperf.readers.formats.console import first_text_line
+from xpuperf.readers.formats.tqdm import eval_only as tqdm_eval_only
 from xpuperf.readers.generic import GENERIC_FORMATS
 from xpuperf.readers.paths import Found, expand
 from xpuperf.readers.tail import drop_cut_tail
@@ -244,8 +245,10 @@ def _read_one(found: Found, forced: Format | None) -> tuple[Source, RawTable] | 
         names = ", ".join(f.name for f in FORMATS)
         first = first_text_line(src)
         quote = f"; line {first[0]} reads {short(first[1])!r}" if first else ""
+        bars = tqdm_eval_only(src.first_lines(SNIFF_LINES))
         raise InputError(
-            "cannot tell the format: the extension is not known and the first lines look like "
+            f"cannot tell the format: {bars + '; ' if bars else ''}"
+            "the extension is not known and the first lines look like "
             f"none of the formats tried ({names}){quote}; rename the file or pass --format NAME "
             "(xpuperf formats lists them with an example line each); any other text log: "
             "--pattern 'STEP LINE' (`xpuperf formats --explain FILE` drafts one)",

@@ -1,4 +1,5 @@
-"""HF Trainer console logs whose dict lines carry no time: the Trainer's tqdm bar is read instead.
+"""HF Trainer console logs whose dict lines carry no time: the Trainer's tqdm bar is read instead;
+a log holding only a validation bar is said to be one.
 
 The samples are written here: a bar without description (the Trainer's), total 120 optimizer
 steps, one display per step with step i shown at elapsed floor(0.5 i) s (0.5 s per step), and a
@@ -69,3 +70,16 @@ def test_untimed_dict_lines_without_bar_quote_a_real_line(tmp_path: Path) -> Non
     ) as e:
         read_logs([path])
     assert e.value.line == 2  # the quoted line's number
+
+
+def test_a_validation_bar_alone_is_named_as_such(tmp_path: Path) -> None:
+    path = tmp_path / "val.log"
+    bar = "Validation DataLoader 0: {}%|{:10}| {}/100 [00:{:02d}<00:07,  8.00it/s]"
+    val = "".join("\r" + bar.format(n, "#" * (n // 10), n, e) for n, e in ((40, 5), (100, 12)))
+    path.write_text(f"GPU available: True (cuda), used: True\n{val}\n", encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        read_logs([path])
+    assert e.value.message.startswith(
+        "cannot tell the format: only a validation/evaluation bar ('Validation DataLoader 0'), "
+        "no training bar; "
+    )

@@ -260,7 +260,9 @@ def test_validation_bars_only_is_a_one_line_input_error(tmp_path: Path) -> None:
     text = "\rValidation DataLoader 0:  50%|█████     | 5/10 [00:01<00:01,  5.00it/s]\n"
     with pytest.raises(InputError) as exc:
         tqdm.read(open_source(Found(_write(tmp_path, text), True, ("v.log",))))
-    assert "validation or data bars only" in exc.value.message
+    assert "only a validation/evaluation bar (Validation DataLoader #), no training bar" in (
+        exc.value.message
+    )
     assert "\n" not in exc.value.message
 
 

@@ -104,6 +104,21 @@ def sniff(lines: list[str]) -> bool:
     )
 
 
+def eval_only(lines: list[str]) -> str:
+    """``"only a validation/evaluation bar ('Validating'), no training bar"`` when the lines
+    (as :func:`sniff` gets them) hold step bars that are all evaluation bars, else ``""`` (for
+    the error on a file no reader recognised)."""
+    kinds = {
+        kind(console.clean(u.desc)[1], u.unit): console.clean(u.desc)[1]
+        for x in lines
+        if "[" in x or "━" in x or "─" in x
+        for u in parse(no_ansi(x))
+    }
+    if "eval" not in kinds or "train" in kinds:
+        return ""
+    return f"only a validation/evaluation bar ({short(kinds['eval'], 40)!r}), no training bar"
+
+
 @dataclass
 class _Stream:
     """The bars of one process (a launcher tag, or none)."""
@@ -311,6 +326,11 @@ def _no_training_bar(src: Source, seen: _Seen, rows: Rows, bars: list[str]) -> I
         what = (
             f"; its training bar ({short(', '.join(bars), 80)}) never moved between two displays "
             "(a step time needs two displays of the bar, or a finished bar's last one)"
+        )
+    elif seen.evals and not seen.others:
+        what = (
+            f": only a validation/evaluation bar ({short(', '.join(seen.evals), 120)}), no "
+            "training bar"
         )
     elif found := list(seen.evals) + list(seen.others):
         what = f"; its bars are validation or data bars only ({short(', '.join(found), 120)})"
