@@ -61,12 +61,48 @@ def test_two_rows_below_are_both_named_and_the_largest_is_marked() -> None:
     assert f.data["efficiency"] == pytest.approx(0.8)  # the worst row
 
 
-def test_a_superlinear_row_alone_gives_no_verdict() -> None:
-    res = _run((8, 780), (16, 1520), (32, 3400))  # 0.975, 0.950, 1.0625 > 1.05
+def test_every_row_superlinear_gives_no_verdict() -> None:
+    res = _run((8, 880), (16, 1760))  # 880 / 8 = 110 → 1.100; 1760 / 16 = 110 → 1.100
     check = _check(res)
     assert check.status is CheckStatus.NOT_CHECKED
-    assert check.evidence.startswith("no verdict: 1.062 at 32 cards (line 5) is above 1.05")
+    assert check.evidence.startswith("no verdict: 1.100 at 8 cards (line 3) is above 1.05")
+    assert "the one-card row looks slow" in check.evidence
+    (f,) = [f for f in res.findings if f.code == "XP316"]
+    assert "remeasure the one-card row" in f.message
+    assert f.data["suspect"] == "one-card row"
+
+
+def test_a_superlinear_largest_row_with_agreeing_rows_is_the_outlier() -> None:
+    res = _run((8, 780), (16, 1520), (32, 3400))  # 0.975, 0.950, 1.0625 > 1.05
+    check = _check(res)
+    assert check.status is CheckStatus.CLEAN  # judged on 8 and 16 cards
+    assert check.evidence.startswith("every other row at or above the threshold: lowest 0.950 ")
+    assert "left out, inconsistent with the other rows (XP316): 1.062 at 32 cards (line 5)" in (
+        check.evidence
+    )
     assert "XP310" not in {f.code for f in res.findings}
+
+
+def test_a_superlinear_middle_row_is_named_not_the_one_card_row() -> None:
+    # QA table: 1/8/16/32 cards at 400/3,100/9,000/12,000 samples/s; by hand: 3100 / 8 / 400 =
+    # 0.96875, 9000 / 16 / 400 = 1.40625, 12000 / 32 / 400 = 0.9375
+    text = "cards,throughput\n1,400\n8,3100\n16,9000\n32,12000\n"
+    res = analyze_scaling(read_scaling_table(text))
+    (f,) = [f for f in res.findings if f.code == "XP316"]
+    assert f.message.startswith("efficiency 1.406 at 16 cards (line 4) is above 1.05 while the ")
+    assert "(0.969 at 8 cards (line 3), 0.938 at 32 cards (line 5))" in f.message
+    assert "remeasure that row" in f.message
+    assert "one-card row the same way" not in f.message
+    assert f.data["suspect"] == "rows"
+    assert f.data["rows"] == [{"cards": 16.0, "efficiency": pytest.approx(1.40625), "line": 4}]
+    check = _check(res)
+    assert check.status is CheckStatus.CLEAN
+    assert "lowest 0.938 at 32 cards, the largest run" in check.evidence
+    assert "1.406 at 16 cards (line 4)" in check.evidence
+    # a row below the threshold beside the outlier is still the problem it is
+    res = _run((8, 3100 / 4), (16, 2250), (32, 2800))  # 0.969, 1.406, 0.875
+    assert _check(res).status is CheckStatus.PROBLEM
+    assert "lowest 0.875 at 32 cards" in _check(res).evidence
 
 
 def test_every_row_at_or_above_the_threshold_is_clean() -> None:

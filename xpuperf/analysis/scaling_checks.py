@@ -17,6 +17,7 @@ import itertools
 import math
 from typing import TYPE_CHECKING
 
+from xpuperf.analysis.scaling_superlinear import SUPERLINEAR, _c, _f, _list, superlinear
 from xpuperf.findings import Check, CheckStatus, Finding, Severity
 
 if TYPE_CHECKING:
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
 REPORTED_TOL = 0.02
 """Absolute tolerance between a table's own efficiency and the recomputed one (speedups: 2 %
 relative); the table's values are rounded to about two digits."""
-SUPERLINEAR = 1.05
 HOST_CAUSES = (
     "host contention (CPU cores, memory bandwidth, PCIe), thread oversubscription, "
     "data-loader workers, load imbalance between ranks or framework overhead — not the network"
@@ -45,14 +45,6 @@ NODE_HINT = (
     "add a 'nodes' column, write counts as 2x8 (nodes × cards), or state 'N GPUs per node' "
     "next to the table"
 )
-
-
-def _f(x: float) -> str:
-    return f"{x:.3f}"
-
-
-def _c(x: float) -> str:
-    return f"{int(x)}" if float(x).is_integer() else f"{x:g}"
 
 
 def _conf(res: ScalingResult, shows: int) -> str:
@@ -74,7 +66,6 @@ def judge(res: ScalingResult, table: ScalingTable, baseline: Baseline | None) ->
     checks: list[Check] = []
     thr = res.threshold
     big = res.largest
-    unit = f"{res.throughput_unit}/s"
     r = res.rows
 
     intra_bad = res.intra is not None and res.intra.efficiency < thr
@@ -181,7 +172,7 @@ def judge(res: ScalingResult, table: ScalingTable, baseline: Baseline | None) ->
     _oversubscription(res, f, checks)
     _reported(res, f, checks)
     _batch(res, f, checks, baseline)
-    _superlinear(res, f, checks, unit)
+    superlinear(res, f, checks)
     res.findings = sorted(f, key=lambda x: -x.severity.rank)
     res.checks = checks
 
@@ -225,7 +216,8 @@ def _efficiency_check(res: ScalingResult, judged, below, over) -> Check:
             f"{_c(worst['cards'])} cards (line {int(worst['line'])}); the largest run: "
             f"{_f(big['efficiency'])} at {_c(big['cards'])} cards ({basis})"
         ), ("XP310",))  # fmt: skip
-    if not over.empty:
+    rest = judged[judged["efficiency"] <= SUPERLINEAR]
+    if not over.empty and rest.empty:  # every multi-card row superlinear: one card looks slow
         top = over.loc[over["efficiency"].idxmax()]
         return Check(name, title, CheckStatus.NOT_CHECKED, (
             f"no verdict: {_f(top['efficiency'])} at {_c(top['cards'])} cards (line "
@@ -233,14 +225,18 @@ def _efficiency_check(res: ScalingResult, judged, below, over) -> Check:
             "slow, which would overstate every row's efficiency; remeasure the one-card row "
             f"the same way ({basis})"
         ))  # fmt: skip
-    low = judged.loc[judged["efficiency"].idxmin()]
+    low = rest.loc[rest["efficiency"].idxmin()]
     lowest = f"lowest {_f(low['efficiency'])} at {_c(low['cards'])} cards"
-    if low["cards"] != big["cards"]:
-        lowest += f"; the largest run: {_f(big['efficiency'])} at {_c(big['cards'])} cards"
-    else:
+    if low["cards"] == big["cards"]:
         lowest += ", the largest run"
+    elif big["efficiency"] <= SUPERLINEAR:
+        lowest += f"; the largest run: {_f(big['efficiency'])} at {_c(big['cards'])} cards"
+    every, left = "every row", ""
+    if not over.empty:  # some rows superlinear, the others not: those rows are the outliers
+        every = "every other row"
+        left = f"; left out, inconsistent with the other rows (XP316): {_list(over)}"
     return Check(name, title, CheckStatus.CLEAN, (
-        f"every row at or above the threshold: {lowest} ({basis}; {len(r)} rows in all)"
+        f"{every} at or above the threshold: {lowest} ({basis}; {len(r)} rows in all){left}"
     ))  # fmt: skip
 
 
@@ -366,24 +362,3 @@ def _batch(res: ScalingResult, f: list[Finding], checks: list[Check], baseline) 
     checks.append(Check("scaling.batch", title, CheckStatus.PROBLEM,
                         f"{len(odd)} row(s) without a one-card row at their per-card batch",
                         ("XP315",)))  # fmt: skip
-
-
-def _superlinear(res: ScalingResult, f: list[Finding], checks: list[Check], unit: str) -> None:
-    r = res.rows
-    over = r[(r["efficiency"] > SUPERLINEAR) & (r["cards"] > 1)]
-    title = "efficiency not above 1 (measurement sanity)"
-    if not over.empty:
-        top = over.loc[over["efficiency"].idxmax()]
-        f.append(Finding("XP316", Severity.WARNING, (
-            f"efficiency {_f(top['efficiency'])} at {_c(top['cards'])} cards (line "
-            f"{int(top['line'])}) is above {SUPERLINEAR:.2f}: more than linear usually means "
-            "the one-card run was slow (warm-up or data loading inside the measurement, another "
-            "batch, memory pressure, a cache that fits only when the data is split); remeasure "
-            "the one-card row the same way"
-        ), {"cards": top["cards"], "efficiency": top["efficiency"]}))  # fmt: skip
-    if over.empty:
-        checks.append(Check("scaling.superlinear", title, CheckStatus.CLEAN,
-                            f"no row above {SUPERLINEAR:.2f}"))  # fmt: skip
-    else:
-        checks.append(Check("scaling.superlinear", title, CheckStatus.PROBLEM,
-                            f"{len(over)} row(s) above {SUPERLINEAR:.2f}", ("XP316",)))  # fmt: skip
