@@ -77,6 +77,7 @@ def analyze_logs(
         sampled_rows=run.sampled_rows,
         cards_unknown=run.cards_unknown,
         warmup_rows=run.warmup_rows,
+        clock_resolution=run.clock_resolution,
     )
     if run.log_rate is not None:  # the log's own throughput, beside the one measured here
         result.summary.log_throughput_samples_per_s, result.summary.log_throughput_source = (

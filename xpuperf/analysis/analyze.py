@@ -55,6 +55,7 @@ def analyze(
     sampled_rows: bool = False,
     cards_unknown: str | None = None,
     warmup_rows: int = 0,
+    clock_resolution: tuple[float, str] | None = None,
 ) -> AnalyzeResult:
     """Analyse one run.
 
@@ -80,6 +81,10 @@ def analyze(
             (:attr:`xpuperf.readers.ReadResult.cards_unknown`); None: ranks = cards.
         warmup_rows: leading steps the log format marks as start-up; excluded when ``warmup``
             is None and the detection finds fewer (:func:`~xpuperf.analysis.warmup.detect_warmup`).
+        clock_resolution: (±fraction, what) when each row's step time is only that exact by
+            the log's clock (:attr:`xpuperf.readers.ReadResult.clock_resolution`): jitter
+            findings are hints, the jitter checks "not checked", and a jitter cost below the
+            fraction is not reported (it is rounding).
 
     Returns:
         :class:`AnalyzeResult`; findings sorted most severe first.
@@ -106,7 +111,7 @@ def analyze(
     if wf is not None:
         findings.append(wf)
 
-    jitter, f = analyze_jitter(steady_job.reset_index(drop=True))
+    jitter, f = analyze_jitter(steady_job.reset_index(drop=True), coarse=clock_resolution)
     findings += f
     stragglers = None
     if not job_level_cards:  # copies of one job-level line cannot differ
@@ -150,10 +155,20 @@ def analyze(
     findings.sort(key=lambda x: -x.severity.rank)
     if cards_unknown:
         summary.unknown_cards(cards_unknown)
+    cost = summary.jitter_cost_fraction
+    if clock_resolution and cost is not None and abs(cost) < clock_resolution[0]:
+        summary.jitter_cost_s = summary.jitter_cost_fraction = None  # rounding of the clock
     if "mfu" in table.columns:  # the three columns only: the table may be large
         summary.mfu = mfu_summary(split_warmup(table[["rank", "step", "mfu"]], warm))
     checks = step_checks(
-        summary, jitter, stragglers, breakdown, stalls, findings, base_steady is not None
+        summary,
+        jitter,
+        stragglers,
+        breakdown,
+        stalls,
+        findings,
+        base_steady is not None,
+        clock_resolution,
     ) + [c for c in (phase_check, outside_check) if c]
     return AnalyzeResult(
         sources=list(sources),

@@ -38,8 +38,11 @@ def step_checks(
     stalls: StallResult,
     findings: list[Finding],
     has_baseline: bool,
+    coarse: tuple[float, str] | None = None,
 ) -> list[Check]:
-    """The checks of one step analysis, in a fixed order (see the module docstring)."""
+    """The checks of one step analysis, in a fixed order (see the module docstring); ``coarse``:
+    (±fraction, what) when the log's clock times each row only that exactly (jitter not
+    checked)."""
     out: list[Check] = []
     ranks, steps = summary.ranks, summary.steps
     shape = f"{ranks} rank(s) × {steps} steady step(s)"
@@ -49,6 +52,10 @@ def step_checks(
             f"only {steps} steady step(s) (a flat-FPS verdict needs ≥ {MIN_JITTER_STEPS}); "
             "log more steps after warm-up"
         )
+        out.append(_missing("steps.jitter", "FPS jitter (flat FPS line)", why))
+        out.append(_missing("steps.spikes", "spikes, periodic spikes, level shifts", why))
+    elif coarse:
+        why = f"{coarse[1]} (±{coarse[0]:.0%} per row): jitter below that is rounding"
         out.append(_missing("steps.jitter", "FPS jitter (flat FPS line)", why))
         out.append(_missing("steps.spikes", "spikes, periodic spikes, level shifts", why))
     else:

@@ -53,6 +53,7 @@ def analyze_jitter(
     cp_alpha: float = 1e-3,
     cp_min_change: float = 0.05,
     max_change_points: int = 3,
+    coarse: tuple[float, str] | None = None,
 ) -> tuple[JitterResult, list[Finding]]:
     """Measure how steady the job's step time and FPS are and explain the unsteadiness.
 
@@ -70,6 +71,9 @@ def analyze_jitter(
         cp_alpha: Mann–Whitney p-value below which a change point is kept.
         cp_min_change: smallest relative level change reported as a change point.
         max_change_points: at most this many change points.
+        coarse: (±fraction, what) when each step time is only that exact by the log's clock
+            (tqdm's 1 s clock over 20 s windows: 0.05): XP201–XP205 are info hints saying so
+            (``data["weak"]``), no XP206.
 
     Returns:
         ``(JitterResult, findings)``; findings are XP201–XP206 and XP405 (see module doc for
@@ -138,18 +142,22 @@ def analyze_jitter(
     }
     findings = _findings(res, grid_cost, len(on_grid), limits)
     if n < min_steps:  # too few steps for a verdict: hints only, and no all-clear (XP206)
-        findings = [_hint(f, n, min_steps) for f in findings if f.code != "XP206"]
+        why = f"only {n} steady step(s) (< {min_steps})"
+        findings = [_hint(f, why) for f in findings if f.code != "XP206"]
         findings.append(_few_steps(n, min_steps))
+    elif coarse:
+        why = f"{coarse[1]} (±{coarse[0]:.0%} per row)"
+        findings = [_hint(f, why) for f in findings if f.code != "XP206"]
     return res, findings
 
 
-def _hint(f: Finding, n: int, min_steps: int) -> Finding:
-    """XP201–XP205 from fewer than ``min_steps`` steady steps: info, said to be a hint (the
-    ``steps.jitter``/``steps.spikes`` checks are "not checked" then, so a warning would claim a
-    verdict the checks do not)."""
+def _hint(f: Finding, why: str) -> Finding:
+    """XP201–XP205 from too few steady steps or too coarse a clock (``why``): info, said to be a
+    hint (the ``steps.jitter``/``steps.spikes`` checks are "not checked" then, so a warning
+    would claim a verdict the checks do not)."""
     if f.severity is Severity.INFO:
         return f
-    msg = f"{f.message} Only {n} steady step(s) (< {min_steps}): a hint, not a verdict."
+    msg = f"{f.message} {why[0].upper()}{why[1:]}: a hint, not a verdict."
     return Finding(f.code, Severity.INFO, msg, {**f.data, "weak": True})
 
 

@@ -97,6 +97,8 @@ class ReadResult:
             (:attr:`~xpuperf.readers.formats.table.TextTable.warmup_rows`), 0 when none.
         log_rate: (samples/s, what it is) — the job's throughput as a single log prints it
             (:attr:`~xpuperf.readers.formats.table.TextTable.log_rate`), else None.
+        clock_resolution: (±fraction per row, what) — the coarsest clock of the files read
+            (:attr:`~xpuperf.readers.formats.table.TextTable.clock_resolution`), else None.
     """
 
     table: pd.DataFrame
@@ -109,6 +111,7 @@ class ReadResult:
     cards_unknown: str | None = None
     warmup_rows: int = 0
     log_rate: tuple[float, str] | None = None
+    clock_resolution: tuple[float, str] | None = None
 
     def problems(self) -> list[str]:
         """``warnings`` without the ``notes``: skipped rows and files, mismatches (XP401)."""
@@ -388,6 +391,7 @@ def read_logs(
         unknown,
         int(getattr(parts[0].raw, "warmup_rows", 0)) if len(parts) == 1 else 0,
         getattr(parts[0].raw, "log_rate", None) if len(parts) == 1 else None,
+        max((r for p in parts if (r := getattr(p.raw, "clock_resolution", None))), default=None),
     )
 
 

@@ -53,6 +53,9 @@ class TextTable(RawTable):
             what it is and how it checks against the rows; None when the log prints none.
         batch_hint: what the log itself shows when it prints a rate but no batch size (said in
             the error asking for ``--batch-size``), "" when nothing.
+        clock_resolution: (fraction, what) when each row's step time is only known to within
+            ±fraction by the log's clock (tqdm's 1 s clock over ≥ 20 s windows: 0.05), so
+            row-to-row jitter below it is rounding; None when the rows are exact enough.
     """
 
     notes: list[str] = field(default_factory=list)
@@ -63,6 +66,7 @@ class TextTable(RawTable):
     warmup_rows: int = 0
     log_rate: tuple[float, str] | None = None
     batch_hint: str = ""
+    clock_resolution: tuple[float, str] | None = None
 
 
 class Rows:

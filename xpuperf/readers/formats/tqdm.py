@@ -50,6 +50,7 @@ from xpuperf.readers.formats.tqdm_bars import (
     SHORT,
     WHOLE,
     WINDOW,
+    WINDOWED,
     Bar,
     Point,
     Update,
@@ -207,7 +208,17 @@ def read_bars(src: Source) -> tuple[TextTable, int]:
             rows.add(line, step=step, step_time_s=st, **extra)
     out = rows.table(src, "tqdm training bar", EXAMPLE)
     out.notes.extend(_notes(seen, chosen, streams, samples))
+    out.clock_resolution = _resolution(chosen)
     return out, sum(how != RATE for _, bar in chosen for *_, how in bar.rows)
+
+
+def _resolution(chosen: list[tuple[int | None, Bar]]) -> tuple[float, str]:
+    """(±fraction per row, what): 1 / :data:`WINDOW` for windows of the clock, 1 / :data:`SHORT`
+    when a row is a shorter stretch or tqdm's rate (the analysis then does not judge jitter)."""
+    hows = {how for _, bar in chosen for *_, how in bar.rows}
+    res = max((bar.res for _, bar in chosen), default=1.0)
+    frac = 1 / WINDOW if hows <= {WINDOWED} else 1 / SHORT
+    return frac, f"the bar's clock has {res:g} s resolution"
 
 
 def _note_line(text: str, seen: _Seen) -> None:

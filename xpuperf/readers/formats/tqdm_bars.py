@@ -209,6 +209,7 @@ class Bar:
     untimed: float = 0.0
     gap: bool = False  # another bar ran since this bar last moved
     moved: int = 0  # counter values shown since the bar (re)started
+    res: float = 1.0  # the clock's resolution, s (of the last display)
 
     def update(self, p: Point, interlude: bool) -> bool:
         """Take one display; False when it goes backwards (another process's bar?)."""
@@ -255,6 +256,7 @@ class Bar:
 
     def _start(self, p: Point) -> None:
         self.first = self.last = self.win = p
+        self.res = p.res
         self.gap = False
 
     def _emit(self, line: int, n: float, dn: float, de: float, how: int = WINDOWED) -> None:
