@@ -116,7 +116,8 @@ def test_no_samples_keeps_the_time_figures() -> None:
     [
         ([10, 20, 30], None, [10, 10, 10]),  # first row: the median gap
         ([10, 20, 30], 5, [5, 10, 10]),  # first row: the gap to the last warm-up row
-        ([1, 2, 3, 1000], None, [1, 1, 1, 10]),  # a jump: clipped at 10 × the median gap
+        ([1, 2, 3, 1000], None, [1, 1, 1, 1]),  # a cut: the row covers one interval only
+        ([1, 2, 3, 13], None, [1, 1, 1, 10]),  # 10 intervals: not a cut, filled
         ([7], None, [1]),
     ],
 )

@@ -272,6 +272,7 @@ def _summary(
         jitter_cost_fraction=cost_s / wc.wall_time_s,
         outside_steps_s=out_s,
         outside_steps_fraction=out_s / wc.wall_time_s if out_s is not None else None,
+        log_cuts=wc.cuts,
         **token_rates(steady_job, wc, ranks),
     )
 

@@ -212,6 +212,10 @@ class Summary:
             logged steps (evaluation, checkpoints, logging), seconds (XP211 from 5 % of the wall
             time); None when the wall time is the Σ of the step times.
         outside_steps_fraction: ``outside_steps_s / wall_time_s``, or None.
+        log_cuts: iterations not in the log, ``(first, last)`` per cut: a gap in the step
+            numbers over 10 logging intervals (an excerpt, two runs in one file); neither
+            ``iterations`` nor ``wall_time_s`` count them (the row after the cut covers one
+            interval). Empty when the log has no cut.
         throughput_tokens_per_s, throughput_per_card_tokens_per_s: median-step tokens/s (job,
             per card), when the step table has ``tokens`` (else None), as the samples figures.
         throughput_wallclock_tokens_per_s, throughput_per_card_wallclock_tokens_per_s: Σ tokens
@@ -247,6 +251,7 @@ class Summary:
     jitter_cost_fraction: float | None = None
     outside_steps_s: float | None = None
     outside_steps_fraction: float | None = None
+    log_cuts: list[tuple[int, int]] = field(default_factory=list)
     throughput_tokens_per_s: float | None = None
     throughput_per_card_tokens_per_s: float | None = None
     throughput_wallclock_tokens_per_s: float | None = None

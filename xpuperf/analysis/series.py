@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -95,6 +95,8 @@ class WallClock:
         outside_steps_s: with ``source == "timestamps"``, ``wall_time_s − sum_step_times_s``:
             the time between the logged steps (evaluation, checkpoints, logging), s; None
             without timestamps (the wall time is then the step times: nothing is outside them).
+        cuts: iterations not in the log, ``(first, last)`` per cut (:func:`log_cuts`); neither
+            the iterations nor the wall time count them.
     """
 
     wall_time_s: float
@@ -104,6 +106,22 @@ class WallClock:
     sum_step_times_s: float
     tokens: float = float("nan")
     outside_steps_s: float | None = None
+    cuts: list[tuple[int, int]] = field(default_factory=list)
+
+
+CUT_GAPS = 10
+"""A gap in the step numbers over this many logging intervals (the median gap) is a cut in the
+log (an excerpt, two runs in one file): the row after it covers one interval, not the gap."""
+
+
+def _gaps(steps: np.ndarray, prev_step: int | None) -> tuple[np.ndarray, int]:
+    """(gap of each row to the row before it, the median gap); the first row's gap is to
+    ``prev_step`` when given and lower, else the median gap."""
+    s = np.asarray(steps, dtype=np.int64)
+    gaps = np.diff(s)
+    typical = max(int(np.median(gaps)), 1) if len(gaps) else 1
+    first = s[0] - prev_step if prev_step is not None and prev_step < s[0] else typical
+    return np.concatenate([[first], gaps]).astype(np.int64), typical
 
 
 def row_iterations(steps: np.ndarray, prev_step: int | None = None) -> np.ndarray:
@@ -112,8 +130,9 @@ def row_iterations(steps: np.ndarray, prev_step: int | None = None) -> np.ndarra
     Logs that print every k iterations (Megatron ``--log-interval``, Paddle, MMEngine) give one
     row per window whose step time is the window's mean per iteration, so a row stands for k
     iterations. The first row's gap is to ``prev_step`` (the last warm-up row) when given, else
-    the median gap. A gap is clipped to 10 × the median gap (a jump in the step numbering, e.g.
-    two runs in one file, is not a million iterations of one row's pace).
+    the median gap. A gap over :data:`CUT_GAPS` × the median gap is a cut in the log (an
+    excerpt, two runs in one file): the row after it covers one median gap, and the iterations
+    before that are not in the log (:func:`log_cuts`) — they are not filled with its pace.
 
     Args:
         steps: step numbers, increasing, shape (n,).
@@ -122,14 +141,23 @@ def row_iterations(steps: np.ndarray, prev_step: int | None = None) -> np.ndarra
     Returns:
         int64 array (n,), every value ≥ 1.
     """
-    s = np.asarray(steps, dtype=np.int64)
-    if len(s) == 0:
+    if len(steps) == 0:
         return np.zeros(0, dtype=np.int64)
-    gaps = np.diff(s)
-    typical = int(np.median(gaps)) if len(gaps) else 1
-    first = s[0] - prev_step if prev_step is not None and prev_step < s[0] else typical
-    out = np.concatenate([[first], gaps]).astype(np.int64)
-    return np.clip(out, 1, max(10 * typical, 1))
+    gaps, typical = _gaps(steps, prev_step)
+    return np.clip(np.where(gaps > CUT_GAPS * typical, typical, gaps), 1, None)
+
+
+def log_cuts(steps: np.ndarray, prev_step: int | None = None) -> list[tuple[int, int]]:
+    """Iterations not in the log: ``(first, last)`` per cut (:func:`row_iterations`), e.g.
+    rows at 1,200, 1,250, 17,150 every 50 → ``[(1251, 17100)]`` (17,150 covers 17,101–17,150)."""
+    if len(steps) == 0:
+        return []
+    s = np.asarray(steps, dtype=np.int64)
+    gaps, typical = _gaps(s, prev_step)
+    return [
+        (int(s[i] - gaps[i] + 1), int(s[i] - typical))
+        for i in np.flatnonzero(gaps > CUT_GAPS * typical)
+    ]
 
 
 def wallclock(
@@ -144,7 +172,9 @@ def wallclock(
     the table has ``t_end_s`` for the lowest rank on every steady step, increasing, with a span of
     at least 100 × the clock's resolution (1 s stamps: 100 s) and no shorter than 0.9 × that sum,
     the timestamps give it instead (``t_end`` of the last steady row − ``t_end`` of the first + the
-    first row's own duration), so time between steps (evaluation, checkpoints) counts too.
+    first row's own duration), so time between steps (evaluation, checkpoints) counts too. A cut
+    in the log (:func:`log_cuts`) counts in neither: the row after it covers one logging
+    interval, and across it the timestamps give way to that row's own time.
 
     Args:
         steady_job: :func:`job_steps` rows after warm-up (``step, step_time_s, samples``;
@@ -160,16 +190,17 @@ def wallclock(
     t = steady_job["step_time_s"].to_numpy(dtype=float)
     k = row_iterations(steps, prev_step)
     sam = steady_job["samples"].to_numpy(dtype=float)
-    if sampled and len(t):
-        total = float(np.sum(t + (k - 1) * np.median(t)))
-    else:
-        total = float(np.sum(t * k))
+    row_s = t + (k - 1) * np.median(t) if sampled and len(t) else t * k  # each row's time
+    total = float(np.sum(row_s))
     out = WallClock(total, int(k.sum()), float(np.sum(sam * k)), "step_times", total)
     if "tokens" in steady_job.columns:
         out.tokens = float(np.sum(steady_job["tokens"].to_numpy(dtype=float) * k))
+    out.cuts = log_cuts(steps, prev_step)
     ts = _timestamps(table, steps)
     if ts is not None:
-        span = float(ts[-1] - ts[0])
+        gaps, typical = _gaps(steps, prev_step)
+        cut = gaps[1:] > CUT_GAPS * typical  # across a cut only the row's own time counts
+        span = float(np.diff(ts)[~cut].sum() + row_s[1:][cut].sum())
         quantum = 1.0 if np.all(ts == np.round(ts)) else 1e-3
         wall = span + float(t[0] * k[0])
         if span >= 100 * quantum and wall >= 0.9 * total:

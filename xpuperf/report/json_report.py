@@ -14,6 +14,7 @@ null instead for one card's view of a job of unknown size: ``"card"``), ``summar
 × median step time: what spikes, stalls and jitter of the logged steps cost),
 ``summary.outside_steps_s`` and ``summary.outside_steps_fraction`` (with timestamps: wall time −
 Σ logged step times, the time between the steps; null without timestamps),
+``summary.log_cuts`` (``[first, last]`` iterations not in the log, per cut in the step numbers),
 ``summary.throughput_wallclock_tokens_per_s``,
 ``summary.throughput_per_card_wallclock_tokens_per_s``, ``summary.throughput_tokens_per_s``
 (median step) and ``summary.throughput_per_card_tokens_per_s`` (tokens/s, null when the logs

@@ -42,6 +42,11 @@ def throughput_rows(s: Any) -> list[tuple[str, str]]:
     if med is not None:
         rows.append(("median-step throughput", f"{med[0]} ({med[1]}a typical step)"))
     rows += _token_rows(s, span, src)
+    cuts = getattr(s, "log_cuts", None) or []
+    if cuts:  # a cut/excerpt: those iterations are neither in the wall time nor in the samples
+        gone = ", ".join(f"{a:,}–{b:,}" for a, b in cuts[:5]) + (" …" if len(cuts) > 5 else "")
+        rows.append(("not in the log", f"iterations {gone} (a cut in the step numbers): the "
+                     f"wall clock counts the {s.iterations:,} logged iterations only"))  # fmt: skip
     said = getattr(s, "log_throughput_samples_per_s", None)
     if said is not None:
         card = f"; {_num(said / s.ranks)} per card" if s.ranks > 1 and not unknown else ""
