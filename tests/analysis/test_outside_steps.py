@@ -66,3 +66,12 @@ def test_no_timestamps_no_outside_figure() -> None:
     assert res.summary.outside_steps_s is None
     assert all(c.name != "steps.between_steps" for c in res.checks)
     assert "outside the steps" not in dict(summary_rows(res))
+
+
+def test_stamps_shorter_than_the_steps_show_no_negative_share() -> None:
+    # 200 steps of 0.5 s stamped 0.499 s apart: 199 × 0.499 + 0.5 = 99.801 s < 100 s of steps
+    res = analyze(_gapped(200, 0.5, 0.499), warmup=0)
+    assert res.summary.outside_steps_s == pytest.approx(-0.199)
+    assert dict(summary_rows(res))["outside the steps"].startswith(
+        "none: the timestamps span 0.2 s less than Σ step times"
+    )

@@ -75,7 +75,10 @@ def throughput_rows(s: Any) -> list[tuple[str, str]]:
         text += f"({abs(s.jitter_cost_s):,.1f} s of {span}) vs every step at the median"
         rows.append(("jitter & spikes", text))
     out_s, out_f = getattr(s, "outside_steps_s", None), getattr(s, "outside_steps_fraction", None)
-    if out_s is not None and out_f is not None:  # timestamps: wall span − Σ logged step times
+    if out_s is not None and out_f is not None and out_s < 0:  # stamps ≤ Σ step times
+        rows.append(("outside the steps", f"none: the timestamps span {-out_s:,.1f} s less than "
+                     "Σ step times (rounding of the stamps or of the step times)"))  # fmt: skip
+    elif out_s is not None and out_f is not None:  # timestamps: wall span − Σ logged step times
         rows.append(("outside the steps", f"{pct(out_f)} of wall time ({out_s:,.1f} s of {span}) "
                      "between the logged steps (timestamps span − Σ step times)"))  # fmt: skip
     return rows
