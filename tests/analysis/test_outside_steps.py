@@ -75,3 +75,8 @@ def test_stamps_shorter_than_the_steps_show_no_negative_share() -> None:
     assert dict(summary_rows(res))["outside the steps"].startswith(
         "none: the timestamps span 0.2 s less than Σ step times"
     )
+    # the check line says the same (it printed "= -0.2 s (-0.2% of wall time …)")
+    (check,) = [c for c in res.checks if c.name == "steps.between_steps"]
+    assert check.status.value == "clean"
+    assert "none outside the steps (the stamps span 0.2 s less" in check.evidence
+    assert "-0." not in check.evidence

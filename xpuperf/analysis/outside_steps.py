@@ -34,10 +34,18 @@ def outside_steps(summary: Summary) -> tuple[list[Finding], Check | None]:
         return [], None
     name, title = "steps.between_steps", "time outside the logged steps"
     logged = wall - out_s
-    evidence = (
-        f"end-of-step timestamps: wall span {wall:,.1f} s − Σ logged step times {logged:,.1f} s "
-        f"= {out_s:,.1f} s ({frac:.1%} of wall time, threshold {OUTSIDE_THRESHOLD:.0%})"
-    )
+    if out_s < 0:  # the stamps span less than Σ step times: rounding, nothing outside
+        evidence = (
+            f"end-of-step timestamps: wall span {wall:,.1f} s, Σ logged step times "
+            f"{logged:,.1f} s — none outside the steps (the stamps span {-out_s:,.1f} s less: "
+            f"rounding of the stamps or of the step times; threshold {OUTSIDE_THRESHOLD:.0%})"
+        )
+    else:
+        evidence = (
+            f"end-of-step timestamps: wall span {wall:,.1f} s − Σ logged step times "
+            f"{logged:,.1f} s = {out_s:,.1f} s ({frac:.1%} of wall time, threshold "
+            f"{OUTSIDE_THRESHOLD:.0%})"
+        )
     if frac < OUTSIDE_THRESHOLD:
         return [], Check(name, title, CheckStatus.CLEAN, evidence)
     msg = (
