@@ -64,7 +64,7 @@ def test_input_stall_and_network_stall_are_named_not_stragglers() -> None:
     assert f.severity.value == "warning"
     assert f.message.startswith("input-pipeline / storage stall")
     assert "steps 20–21" in f.message
-    assert "5.00 s lost = 7.5% of wall time" in f.message
+    assert "5.00 s lost = 7.5% of the logged step time" in f.message
     assert "step 50 (network, 1.00 s)" in f.message
     assert not any(f.code in ("XP101", "XP103") for f in r.findings)
     assert _status(r, "steps.sync_stalls") is CheckStatus.PROBLEM

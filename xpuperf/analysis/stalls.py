@@ -46,7 +46,7 @@ PART_SHARE = 0.5
 ALL_SHARE = 0.9
 """Share of ranks that must take part for a stall to be synchronous (job-wide)."""
 COST_WARNING = 0.01
-"""Stalls costing at least this share of wall time are a warning, below an info."""
+"""Stalls costing at least this share of the logged step time are a warning, below an info."""
 EXPLAIN_SHARE = 0.5
 """A phase names a stall only when its rise covers at least this share of the step-time excess."""
 PHASES = {"data_s": "data wait", "compute_s": "compute", "other_s": "host/other time"}
@@ -309,7 +309,8 @@ def _finding(r: StallResult, n_ranks: int) -> Finding:
     msg = (
         f"{cause}: {len(ev)} stall(s) on {'all' if phase != 'comm_s' else 'the'} {n_ranks} "
         f"ranks at steps {spans} ({n_steps} step(s), {r.lost_s:.2f} s lost = "
-        f"{r.lost_fraction:.1%} of wall time; threshold: ≥ {ALL_SHARE:.0%} of ranks slower by "
+        f"{r.lost_fraction:.1%} of the logged step time; threshold: ≥ {ALL_SHARE:.0%} of ranks "
+        "slower by "
         f"≥ {PART_SHARE:.0%} of the job's excess, warning from {COST_WARNING:.0%})"
         f"{window}{also}. Remedy: {remedy}."
     )
