@@ -60,10 +60,14 @@ def decode(raw: bytes) -> tuple[str, bool]:
         return raw.decode("utf-8", errors="replace"), False
 
 
+def no_ansi(text: str) -> str:
+    """``text`` without ANSI codes (colours, tqdm's cursor-up ``\\x1b[A`` of nested bars)."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
 def clean(text: str) -> tuple[int | None, str]:
     """One decoded line piece → ``(rank_tag, text)`` without prefix, ANSI codes or tqdm bar."""
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
+    text = no_ansi(text)
     rank = None
     c = text[:1]
     if c == "[" or c == " " or c.isdigit():

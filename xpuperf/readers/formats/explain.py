@@ -115,7 +115,7 @@ def _choose(src: Source) -> tuple[Format | None, str]:
         for i, line in enumerate(head.split("\n")[:SNIFF_LINES], 1):
             for piece in line.splitlines():
                 if f.sniff([piece]):
-                    text = console.clean(piece)[1].strip() or tqdm_bars.no_ansi(piece).strip()
+                    text = console.clean(piece)[1].strip() or console.no_ansi(piece).strip()
                     return f, f"its sniff accepts line {i}: {short(text, 90)!r}"
         return f, f"its sniff accepts the first {len(lines)} lines together"
     return None, ""

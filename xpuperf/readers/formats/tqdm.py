@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from xpuperf.errors import InputError
 from xpuperf.readers.base import Source, short
 from xpuperf.readers.formats import console
+from xpuperf.readers.formats.console import no_ansi
 from xpuperf.readers.formats.table import Rows, TextTable
 from xpuperf.readers.formats.tqdm_bars import (
     RATE,
@@ -55,7 +56,6 @@ from xpuperf.readers.formats.tqdm_bars import (
     Point,
     Update,
     looks_cut,
-    no_ansi,
     parse,
     pieces,
 )

@@ -40,6 +40,7 @@ from typing import NamedTuple
 from xpuperf.readers.base import Source
 from xpuperf.readers.formats import console
 from xpuperf.readers.formats.blocks import blocks
+from xpuperf.readers.formats.console import no_ansi
 
 READER = "tqdm"
 """The name of the reader of these bars (:mod:`xpuperf.readers.formats.tqdm`)."""
@@ -50,7 +51,6 @@ SHORT = 5
 WINDOWED, SHORTER, RATE, WHOLE = range(4)
 """How a row was timed: a full window, a short stretch by its clock, by the rate, from the bar's
 start (a bar seen only at its end)."""
-_ESC = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _BRACKET = re.compile(
     r"\[(?P<el>\d{1,9}:\d\d(?::\d\d)?)(?:<[\d:?]{1,16})?, {0,4}"  # [elapsed<remaining,
     r"(?P<rate>\?|\d{1,12}(?:\.\d{1,12})?[kMGTPEZY]?)(?P<inv>s/)? ?"
@@ -283,11 +283,6 @@ class Bar:
             self._emit(p.line, p.n, dn, de, how)
         elif math.isfinite(p.rate_s) and p.rate_s > 0:
             self._emit(p.line, p.n, dn, dn * p.rate_s, RATE)
-
-
-def no_ansi(text: str) -> str:
-    """``text`` without ANSI codes (colours, tqdm's cursor-up ``\\x1b[A`` of nested bars)."""
-    return _ESC.sub("", text) if "\x1b" in text else text
 
 
 def looks_cut(text: str) -> bool:
